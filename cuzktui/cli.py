@@ -1,0 +1,128 @@
+"""The ``cuzk-tui`` command line: the TUI by default, and headless subcommands.
+
+The argument surface is a contract (scripts and later checks use it), so it is declared here
+in one place; each subcommand's work lives in ``cuzktui.commands.<name>`` and is imported only
+when that subcommand runs, so ``cuzk-tui memcheck`` never loads Textual.
+
+Exit codes: 0 success, 1 the run failed, 2 bad usage (argparse's own code for usage errors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+KINDS = ("porep", "snap", "wpost", "winning")
+
+
+def _add_daemon_choice(parser: argparse.ArgumentParser) -> None:
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
+        "--engine", action="store_true", help="use the embedded cuzk-engine even if cuzk-daemon is installed"
+    )
+    which.add_argument("--daemon", metavar="PATH", help="path of a real cuzk-daemon binary")
+    parser.add_argument("--config", metavar="FILE", help="daemon config TOML (written if missing)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cuzk-tui",
+        description="Terminal cockpit for the cuzk proving daemon (or its embedded stand-in, cuzk-engine).",
+    )
+    _add_daemon_choice(parser)
+    parser.add_argument(
+        "--run-bench",
+        metavar="KIND:COUNT:CONCURRENCY",
+        help="start the daemon and this benchmark at once, e.g. porep:3:2",
+    )
+    parser.add_argument("--session", metavar="DIR", help="record into this session directory")
+    parser.add_argument("--no-mouse", action="store_true", help="do not capture the mouse")
+    parser.add_argument("--ascii", action="store_true", help="draw without braille or box glyphs")
+    parser.add_argument("--theme", metavar="NAME", help="colour theme (see themes/; ansi-dark for 16 colours)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    attach = sub.add_parser("attach", help="watch a daemon that is already running")
+    attach.add_argument("address", help="gRPC address: host:port or unix:///path")
+    attach.add_argument("--status-url", metavar="URL", help="the daemon's HTTP status URL, if enabled")
+    attach.add_argument("--log", metavar="FILE", help="the daemon's log file to follow")
+
+    replay = sub.add_parser("replay", help="open a recorded session or a raw daemon log")
+    replay.add_argument("source", help="a session directory or a daemon log file")
+    replay.add_argument("--speed", type=float, default=10.0, help="playback speed factor (default 10)")
+
+    memcheck = sub.add_parser("memcheck", help="report the memory this machine really gives the daemon")
+    memcheck.add_argument("--json", action="store_true", help="print one JSON object")
+    memprobe = sub.add_parser("memprobe", help="allocate 1 GiB chunks in a child to measure usable memory")
+    memprobe.add_argument("--json", action="store_true", help="print one JSON object")
+
+    bench = sub.add_parser("bench", help="run a benchmark of N proofs at concurrency C")
+    bench.add_argument("--headless", action="store_true", help="no TUI: progress on stderr, summary on stdout")
+    _add_daemon_choice(bench)
+    bench.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override one config value (repeatable)",
+    )
+    bench.add_argument("--kind", choices=KINDS, default="porep")
+    bench.add_argument("--count", type=int, default=3, metavar="N")
+    bench.add_argument("--concurrency", type=int, default=1, metavar="C")
+    bench.add_argument("--input", metavar="FILE", help="C1 output JSON (porep) or vanilla proof file")
+    bench.add_argument("--memory-limit", metavar="SIZE", help="run the daemon in a new memory cgroup of this size")
+    bench.add_argument("--oom-retries", type=int, default=3, metavar="N")
+    bench.add_argument("--session", metavar="DIR", help="record into this session directory")
+    bench.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+
+    export = sub.add_parser("export", help="write a Chrome trace (Perfetto) of a session or a daemon log")
+    export.add_argument("source", help="a session directory or a daemon log file")
+    export.add_argument("-o", "--output", required=True, metavar="FILE")
+
+    sub.add_parser("sessions", help="list recorded sessions")
+
+    config = sub.add_parser("config", help="check, show or change a daemon config file")
+    config_sub = config.add_subparsers(dest="config_command", metavar="ACTION", required=True)
+    check = config_sub.add_parser("check", help="validate every knob")
+    check.add_argument("file")
+    show = config_sub.add_parser("show", help="every knob with its value, default and status")
+    show.add_argument("file")
+    show.add_argument("--json", action="store_true")
+    set_ = config_sub.add_parser("set", help="validate and save SECTION.KEY=VALUE changes atomically")
+    set_.add_argument("file")
+    set_.add_argument("assignments", nargs="+", metavar="SECTION.KEY=VALUE")
+    return parser
+
+
+# command -> (module under cuzktui.commands, function)
+_HANDLERS = {
+    None: ("tui", "run_tui"),
+    "attach": ("tui", "run_attach"),
+    "replay": ("tui", "run_replay"),
+    "memcheck": ("memcheck", "run_memcheck"),
+    "memprobe": ("memcheck", "run_memprobe"),
+    "bench": ("bench", "run_bench"),
+    "export": ("export", "run_export"),
+    "sessions": ("sessions", "run_sessions"),
+    "config": ("config", "run_config"),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    module_name, func_name = _HANDLERS[args.command]
+    module = importlib.import_module(f"cuzktui.commands.{module_name}")
+    handler = getattr(module, func_name)
+    try:
+        code = handler(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return int(code)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

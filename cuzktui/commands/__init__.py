@@ -1,0 +1,1 @@
+"""Subcommand implementations for cuzktui.cli (one module per subcommand family)."""

@@ -1,0 +1,505 @@
+"""The typed events that every source produces and every sink consumes.
+
+There is one stream of events (see DESIGN.md): the daemon log (parsed line by line by
+``logparse``), the samplers, the supervisor, the status poller and the benchmark runner all
+produce instances of the classes below, and the session model, the recorder and the UI
+consume them. Replay of a recorded session yields exactly the same classes, which is what
+makes live and replay indistinguishable to the UI.
+
+Two families:
+
+* **Log events** come from parsing one line of daemon output. They carry the timestamp the
+  daemon printed (``ts``, seconds since the Unix epoch) when the line has one; TIMELINE and
+  CUZK_TIMING lines have none (TIMELINE has an offset from the engine start instead).
+  They are not written to the session's event file: the raw log is recorded and re-parsed.
+* **Observed events** are produced by the tool itself (samples, lifecycle, benchmark). They
+  always carry ``t``, the wall-clock time (Unix seconds) of the observation, and are
+  recorded as JSON Lines through :func:`to_record` / :func:`from_record`.
+
+All events are frozen dataclasses with slots: cheap to create at log rate, and safe to share
+between the ingest thread and the UI.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Final, Literal
+
+
+class Stream(StrEnum):
+    """Which of the daemon's output streams a line came from (unknown for a merged file)."""
+
+    STDOUT = "stdout"
+    STDERR = "stderr"
+    UNKNOWN = "unknown"
+
+
+# --------------------------------------------------------------------------------------------
+# Log events
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """One tracing span of a human log line, e.g. ``synthesize_partition{job_id="x" partition=3}``."""
+
+    name: str
+    fields: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineEvent:
+    """A ``TIMELINE,<offset_ms>,<EVENT>,<job_id>,<detail>`` line (stderr)."""
+
+    offset_ms: int
+    event: str
+    job_id: str
+    detail: dict[str, str] = field(default_factory=dict)
+    partition: int | None = None
+    worker: int | None = None
+    # A monolithic job (PoSt, batched PoRep) has no partition index in SYNTH_*/GPU_QUEUE.
+    monolithic: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    """A tracing-format human line that is not one of the notable lines below."""
+
+    ts: float | None
+    level: str
+    target: str
+    message: str
+    spans: tuple[Span, ...] = ()
+    fields: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class GpuTiming:
+    """A ``GPU_TIMING <stage>`` line; ``values`` holds the integer ``*_ms`` fields."""
+
+    ts: float | None
+    stage: str
+    worker_id: int | None
+    partition: int | None
+    job_id: str | None
+    values: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class FinTiming:
+    """A ``FIN_TIMING <stage>`` line (finalizer or malloc_trim)."""
+
+    ts: float | None
+    stage: str
+    worker_id: int | None
+    partition: int | None
+    job_id: str | None
+    values: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class CuzkTiming:
+    """A ``CUZK_TIMING: ...`` line from the C++ prover (stderr, no timestamp, no job id)."""
+
+    values: dict[str, int]
+    gpu: int | None = None
+    text: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonStarting:
+    """``cuzk-daemon starting``: a new daemon process began writing to the log."""
+
+    ts: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class EngineStarted:
+    """``starting cuzk engine``: the TIMELINE epoch (offset 0) of this daemon run."""
+
+    ts: float | None
+    pipeline_enabled: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonReady:
+    """``cuzk-daemon ready, serving on <address>`` (logged before a TCP bind: not proof of readiness)."""
+
+    ts: float | None
+    address: str
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetInitialized:
+    """``memory budget initialized total_budget_gib=N``."""
+
+    ts: float | None
+    total_budget_gib: int
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineConfigured:
+    """``starting pipeline: ...``: the derived pipeline sizes the daemon actually uses."""
+
+    ts: float | None
+    max_partitions_in_budget: int | None
+    synth_worker_count: int | None
+    total_workers: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class SrsLoadStarted:
+    """``loading SRS from disk``."""
+
+    ts: float | None
+    circuit_id: str
+    path: str
+    file_size_gib: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class SrsLoaded:
+    """``SRS loaded successfully``."""
+
+    ts: float | None
+    circuit_id: str
+    elapsed_ms: int | None
+    budget_used_gib: int | None
+    budget_available_gib: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class PceActivity:
+    """A PCE extraction / save / cache / evict line; ``phase`` says which."""
+
+    ts: float | None
+    phase: Literal["extract_start", "extract_done", "extract_failed", "saved", "cached", "evicted"]
+    circuit_id: str | None
+    fields: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionSynthesized:
+    """``partition synthesis complete, pushing to GPU queue``."""
+
+    ts: float | None
+    job_id: str
+    partition: int
+    synth_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProofAssembled:
+    """``Phase 7: all partitions complete, proof assembled`` or the monolithic completion line."""
+
+    ts: float | None
+    job_id: str | None
+    proof_len: int | None
+    total_ms: int | None
+    synth_ms: int | None
+    gpu_ms: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ProofFailedLine:
+    """An ERROR line that reports a failed partition, job or prove call."""
+
+    ts: float | None
+    message: str
+    error: str
+    job_id: str | None = None
+    partition: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FatalErrorLine:
+    """The first line of a fatal ``Error: <context>`` report (stderr); causes follow as plain lines."""
+
+    context: str
+
+
+@dataclass(frozen=True, slots=True)
+class PlainLine:
+    """Anything else: an unknown or truncated line, a ``Caused by:`` line, a panic message."""
+
+    text: str
+
+
+LogEvent = (
+    TimelineEvent
+    | LogRecord
+    | GpuTiming
+    | FinTiming
+    | CuzkTiming
+    | DaemonStarting
+    | EngineStarted
+    | DaemonReady
+    | BudgetInitialized
+    | PipelineConfigured
+    | SrsLoadStarted
+    | SrsLoaded
+    | PceActivity
+    | PartitionSynthesized
+    | ProofAssembled
+    | ProofFailedLine
+    | FatalErrorLine
+    | PlainLine
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Observed events (recorded in the session as JSON Lines)
+# --------------------------------------------------------------------------------------------
+
+DaemonMode = Literal["real", "engine", "attached"]
+ExitCause = Literal["oom_kill", "signal", "error", "clean", "unknown"]
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonLaunched:
+    """The supervisor started (or attached to) a daemon."""
+
+    t: float
+    mode: DaemonMode
+    pid: int | None
+    command: tuple[str, ...]
+    config_path: str | None
+    listen: str
+    log_path: str | None
+    status_url: str | None = None
+    cgroup_path: str | None = None
+    memory_limit_bytes: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonReadyObserved:
+    """The first successful GetStatus after a launch: the daemon really serves."""
+
+    t: float
+    pid: int | None
+    startup_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonExited:
+    """The daemon process ended; ``cause`` is the diagnosis and ``evidence`` why we believe it."""
+
+    t: float
+    pid: int | None
+    returncode: int | None
+    signal: int | None
+    cause: ExitCause
+    evidence: tuple[str, ...] = ()
+    error_report: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigApplied:
+    """A config version was written and the daemon (re)started with it."""
+
+    t: float
+    version: int
+    path: str
+    changes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class MemorySample:
+    """One memory sample: daemon process-tree RSS, cgroup usage/limit, the daemon's budget."""
+
+    t: float
+    rss_bytes: int | None
+    cgroup_usage_bytes: int | None = None
+    cgroup_limit_bytes: int | None = None
+    budget_total_bytes: int | None = None
+    budget_used_bytes: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSample:
+    """One GPU's memory and utilisation; ``source`` says whether NVML or the daemon reported it."""
+
+    t: float
+    index: int
+    name: str
+    used_bytes: int | None
+    total_bytes: int | None
+    utilization_pct: float | None = None
+    source: Literal["nvml", "daemon"] = "nvml"
+
+
+@dataclass(frozen=True, slots=True)
+class StatusSnapshot:
+    """A summary of one HTTP ``/status`` poll (the live pipeline view the daemon exposes)."""
+
+    t: float
+    uptime_secs: float
+    budget_total_bytes: int
+    budget_used_bytes: int
+    synthesizing: int
+    gpu_workers_busy: int
+    gpu_workers_total: int
+    partitions_waiting_gpu: int
+    total_completed: int
+    total_failed: int
+
+
+@dataclass(frozen=True, slots=True)
+class BenchStarted:
+    t: float
+    bench_id: str
+    kind: str
+    count: int
+    concurrency: int
+    oom_retries: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProofSubmitted:
+    t: float
+    bench_id: str
+    job_id: str
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProofFinished:
+    """One benchmark proof came back (from AwaitProofResponse / ProveResponse) or was lost."""
+
+    t: float
+    bench_id: str
+    job_id: str
+    kind: str
+    status: Literal["COMPLETED", "FAILED", "LOST"]
+    error: str = ""
+    queue_wait_ms: int = 0
+    synthesis_ms: int = 0
+    gpu_compute_ms: int = 0
+    total_ms: int = 0
+    wall_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class BenchRestart:
+    """The benchmark restarted the daemon after it died (OOM recovery)."""
+
+    t: float
+    bench_id: str
+    attempt: int
+    reason: ExitCause
+    evidence: tuple[str, ...]
+    total_budget: str
+    resubmitted: int
+
+
+@dataclass(frozen=True, slots=True)
+class BenchFinished:
+    t: float
+    bench_id: str
+    completed: int
+    failed: int
+    wall_s: float
+    proofs_per_hour: float
+    outcome: Literal["completed", "failed", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """A message for the operator (shown in the UI, kept in the session)."""
+
+    t: float
+    level: Literal["info", "warning", "error"]
+    text: str
+
+
+ObservedEvent = (
+    DaemonLaunched
+    | DaemonReadyObserved
+    | DaemonExited
+    | ConfigApplied
+    | MemorySample
+    | GpuSample
+    | StatusSnapshot
+    | BenchStarted
+    | ProofSubmitted
+    | ProofFinished
+    | BenchRestart
+    | BenchFinished
+    | Notice
+)
+
+Event = LogEvent | ObservedEvent
+
+_OBSERVED: Final[dict[str, type[Any]]] = {cls.__name__: cls for cls in typing.get_args(ObservedEvent)}
+
+
+class RecordError(ValueError):
+    """A JSON record that is not a valid observed event."""
+
+
+def to_record(event: ObservedEvent) -> dict[str, Any]:
+    """The JSON-ready dict of an observed event, tagged with its type name."""
+    record: dict[str, Any] = {"type": type(event).__name__}
+    for f in dataclasses.fields(event):
+        value = getattr(event, f.name)
+        record[f.name] = list(value) if isinstance(value, tuple) else value
+    return record
+
+
+def from_record(record: Any) -> ObservedEvent:
+    """Rebuild an observed event from :func:`to_record`'s output; RecordError when it is not one."""
+    if not isinstance(record, dict):
+        raise RecordError(f"expected a JSON object, got {type(record).__name__}")
+    name = record.get("type")
+    cls = _OBSERVED.get(name) if isinstance(name, str) else None
+    if cls is None:
+        raise RecordError(f"unknown event type {name!r}")
+    hints = _field_hints(cls)
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in record:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise RecordError(f"{name}: missing field {f.name!r}")
+            continue
+        value = record[f.name]
+        if not _matches(value, hints[f.name]):
+            raise RecordError(f"{name}.{f.name}: unexpected value {value!r}")
+        kwargs[f.name] = tuple(value) if isinstance(value, list) else value
+    return typing.cast(ObservedEvent, cls(**kwargs))
+
+
+_HINT_CACHE: dict[type[Any], dict[str, Any]] = {}
+
+
+def _field_hints(cls: type[Any]) -> dict[str, Any]:
+    hints = _HINT_CACHE.get(cls)
+    if hints is None:
+        hints = typing.get_type_hints(cls)
+        _HINT_CACHE[cls] = hints
+    return hints
+
+
+def _matches(value: Any, hint: Any) -> bool:
+    """A shallow JSON type check of ``value`` against a field's annotation."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_matches(value, arg) for arg in typing.get_args(hint))
+    if origin is Literal:
+        return value in typing.get_args(hint)
+    if origin is tuple:
+        return isinstance(value, list)
+    if origin is dict:
+        return isinstance(value, dict)
+    if hint is type(None):
+        return value is None
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(hint, type):
+        return isinstance(value, hint)
+    return True
