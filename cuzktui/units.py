@@ -1,0 +1,109 @@
+"""Size and duration strings as the cuzk daemon reads them, strictly and leniently.
+
+The daemon's own parser (reference §3.9) never fails: a string it cannot read silently becomes
+a fallback (``"1.5GiB"`` is 50 GiB, ``"1h"`` is 300 s). That is a trap for operators, so the
+tool and the engine parse *strictly* (:func:`parse_size`, :func:`parse_duration` raise
+:class:`UnitError` with the reason), and :func:`daemon_size` / :func:`daemon_duration` say
+what the real daemon would make of the same text, so a validator can explain the surprise.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+KiB: Final = 1 << 10
+MiB: Final = 1 << 20
+GiB: Final = 1 << 30
+
+# Checked in this order: the first suffix the text ends with wins (so "GiB" before "B"-less forms).
+SIZE_SUFFIXES: Final[tuple[tuple[str, int], ...]] = (("GiB", GiB), ("MiB", MiB), ("GB", 10**9), ("MB", 10**6))
+# What the daemon falls back to, per suffix, when the number before it does not parse.
+_DAEMON_SIZE_FALLBACK: Final[dict[str, int]] = {"GiB": 50 * GiB, "GB": 50 * 10**9, "MiB": 0, "MB": 0}
+_DAEMON_BARE_FALLBACK: Final = 50 * GiB
+_DAEMON_DURATION_FALLBACK: Final = 300
+
+
+class UnitError(ValueError):
+    """A size or duration string that the strict parser rejects; the message says why."""
+
+
+def _split_size(text: str) -> tuple[str, str | None, int]:
+    """(number part, suffix or None, multiplier) by the daemon's first-matching-suffix rule."""
+    stripped = text.strip()
+    for suffix, multiplier in SIZE_SUFFIXES:
+        if stripped.endswith(suffix):
+            return stripped[: -len(suffix)].strip(), suffix, multiplier
+    return stripped, None, 1
+
+
+def _is_unsigned_int(number: str) -> bool:
+    return number.isascii() and number.isdigit()
+
+
+def parse_size(text: str) -> int:
+    """Bytes for a size string (``"14GiB"``, ``"512 MiB"``, ``"5GB"``, ``"1073741824"``).
+
+    Only a non-negative integer may stand before the suffix, and the suffixes are
+    case-sensitive, exactly as the daemon reads them; anything else raises UnitError.
+    """
+    number, suffix, multiplier = _split_size(text)
+    if _is_unsigned_int(number):
+        return int(number) * multiplier
+    units = ", ".join(s for s, _ in SIZE_SUFFIXES)
+    if suffix is None:
+        raise UnitError(
+            f"{text!r} is not a size: use a whole number of bytes or a whole number followed by one of {units} "
+            f"(case-sensitive); the daemon would read it as {format_size(daemon_size(text))}"
+        )
+    raise UnitError(
+        f"{text!r}: only a whole number may stand before {suffix!r}; "
+        f"the daemon would read it as {format_size(daemon_size(text))}"
+    )
+
+
+def daemon_size(text: str) -> int:
+    """What the real daemon makes of a size string, fallbacks included (never raises)."""
+    number, suffix, multiplier = _split_size(text)
+    if _is_unsigned_int(number):
+        return int(number) * multiplier
+    if suffix is None:
+        return _DAEMON_BARE_FALLBACK
+    return _DAEMON_SIZE_FALLBACK[suffix]
+
+
+def _split_duration(text: str) -> tuple[str, int]:
+    stripped = text.strip()
+    if stripped.endswith("m"):
+        return stripped[:-1], 60
+    if stripped.endswith("s"):
+        return stripped[:-1], 1
+    return stripped, 1
+
+
+def parse_duration(text: str) -> int:
+    """Seconds for a duration string: ``"5m"`` (minutes), ``"30s"`` (seconds) or a bare integer of seconds."""
+    number, multiplier = _split_duration(text)
+    if _is_unsigned_int(number):
+        return int(number) * multiplier
+    raise UnitError(
+        f"{text!r} is not a duration: use a whole number followed by 'm' (minutes) or 's' (seconds), "
+        f"or a bare number of seconds; the daemon would read it as {daemon_duration(text)} s"
+    )
+
+
+def daemon_duration(text: str) -> int:
+    """What the real daemon makes of a duration string, fallbacks included (never raises)."""
+    number, multiplier = _split_duration(text)
+    if _is_unsigned_int(number):
+        return int(number) * multiplier
+    return 5 * 60 if multiplier == 60 else _DAEMON_DURATION_FALLBACK
+
+
+def format_size(n: int | float) -> str:
+    """A short human size in binary units: ``"14 GiB"``, ``"1.5 GiB"``, ``"512 MiB"``, ``"900 B"``."""
+    value = float(n)
+    for unit, scale in (("TiB", 1 << 40), ("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
+        if abs(value) >= scale:
+            scaled = value / scale
+            return f"{scaled:.0f} {unit}" if scaled == int(scaled) or abs(scaled) >= 100 else f"{scaled:.1f} {unit}"
+    return f"{int(value)} B"

@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cuzktui.units import GiB, MiB, UnitError, daemon_duration, daemon_size, format_size, parse_duration, parse_size
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("14GiB", 14 * GiB), (" 512 MiB ", 512 * MiB), ("5GB", 5 * 10**9), ("7MB", 7 * 10**6), ("1024", 1024)],
+)
+def test_valid_sizes(text: str, expected: int) -> None:
+    assert parse_size(text) == expected == daemon_size(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "daemon_reads"),
+    [("1.5GiB", 50 * GiB), ("5gib", 50 * GiB), ("1TiB", 50 * GiB), ("x MiB", 0), ("-1GiB", 50 * GiB)],
+)
+def test_sizes_the_daemon_would_silently_misread_are_rejected(text: str, daemon_reads: int) -> None:
+    assert daemon_size(text) == daemon_reads
+    with pytest.raises(UnitError, match="daemon would read it"):
+        parse_size(text)
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("5m", 300), ("30s", 30), ("45", 45)])
+def test_valid_durations(text: str, seconds: int) -> None:
+    assert parse_duration(text) == seconds == daemon_duration(text)
+
+
+@pytest.mark.parametrize(("text", "daemon_reads"), [("10ms", 300), ("1h", 300), ("5min", 300), ("xm", 300)])
+def test_bad_durations(text: str, daemon_reads: int) -> None:
+    assert daemon_duration(text) == daemon_reads
+    with pytest.raises(UnitError):
+        parse_duration(text)
+
+
+@given(st.text())
+def test_daemon_readers_never_raise(text: str) -> None:
+    assert daemon_size(text) >= 0
+    assert daemon_duration(text) >= 0
+
+
+def test_format_size() -> None:
+    assert format_size(14 * GiB) == "14 GiB"
+    assert format_size(1.5 * GiB) == "1.5 GiB"
+    assert format_size(900) == "900 B"
