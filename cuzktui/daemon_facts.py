@@ -1,0 +1,124 @@
+"""Facts about the real cuzk daemon that several parts of the tool rely on.
+
+One table for the engine (which imitates the daemon), the planner (which recommends knobs) and
+the UI (which names proof kinds): proof kinds and their names, partitions per proof, the
+budget reservations of reference §6.2, SRS / PCE sizes, and the measured RSS figures that make
+the difference between the *budget* (reservations) and what the kernel actually sees.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Final
+
+from .units import GiB, MiB
+
+
+class ProofKind(IntEnum):
+    """The wire enum ``cuzk.v1.ProofKind``."""
+
+    POREP_SEAL_COMMIT = 1
+    SNAP_DEALS_UPDATE = 2
+    WINDOW_POST_PARTITION = 3
+    WINNING_POST = 4
+
+
+@dataclass(frozen=True, slots=True)
+class KindFacts:
+    kind: ProofKind
+    cli_name: str  # cuzk-bench's -t value and ours
+    display: str  # the engine's display string (logs, queues, status JSON)
+    metric_label: str  # Prometheus proof_kind label
+    circuit_id: str  # SRS circuit id in pipeline mode
+    partitions: int  # partitions per proof; 1 = monolithic
+    full_reservation: int  # bytes reserved at dispatch, per partition (or per job when monolithic)
+    abc_release: int  # bytes released when the GPU prove starts
+    srs_bytes: int  # SRS size (pinned host memory, charged to the budget)
+    pce_bytes: int  # PCE in-memory size (charged once extracted)
+    proof_bytes_per_partition: int = 192
+
+    @property
+    def monolithic(self) -> bool:
+        return self.partitions == 1
+
+    @property
+    def finalize_release(self) -> int:
+        return self.full_reservation - self.abc_release
+
+
+KINDS: Final[dict[ProofKind, KindFacts]] = {
+    ProofKind.POREP_SEAL_COMMIT: KindFacts(
+        ProofKind.POREP_SEAL_COMMIT, "porep", "porep-c2", "porep_c2", "porep-32g", 10, 14 * GiB, 13 * GiB,
+        44 * GiB, 25 * GiB + 700 * MiB,
+    ),
+    ProofKind.SNAP_DEALS_UPDATE: KindFacts(
+        ProofKind.SNAP_DEALS_UPDATE, "snap", "snap-update", "snap_update", "snap-32g", 16, 9 * GiB, 8 * GiB,
+        33 * GiB, 17 * GiB,
+    ),
+    ProofKind.WINDOW_POST_PARTITION: KindFacts(
+        ProofKind.WINDOW_POST_PARTITION, "wpost", "window-post", "window_post", "wpost-32g", 1, 14 * GiB, 13 * GiB,
+        57 * GiB, 26 * GiB,
+    ),
+    ProofKind.WINNING_POST: KindFacts(
+        ProofKind.WINNING_POST, "winning", "winning-post", "winning_post", "winning-32g", 1, GiB // 2, GiB // 4,
+        184 * MiB, 400 * MiB,
+    ),
+}  # fmt: skip
+
+BY_CLI_NAME: Final[dict[str, KindFacts]] = {k.cli_name: k for k in KINDS.values()}
+BY_DISPLAY: Final[dict[str, KindFacts]] = {k.display: k for k in KINDS.values()}
+
+# The budget's unit of admission: the daemon sizes its synthesis workers as budget // 14 GiB
+# whatever the workload (reference §3.10).
+PARTITION_BUDGET_UNIT: Final = 14 * GiB
+DEFAULT_MAX_PARALLEL_SYNTHESIS: Final = 18
+# /status reports synthesis.max_concurrent as budget // 9 GiB (unrelated to the configured limit).
+STATUS_MAX_CONCURRENT_UNIT: Final = 9 * GiB
+PCE_EXTRACTION_TRANSIENT: Final = 14 * GiB
+
+# Measured resident memory (reference §3.10, §6.2): peak RSS ≈ 69 GiB + 20 GiB per concurrent
+# PoRep partition. The 69 GiB base is the SRS (44) plus the PCE (~25); a synthesized partition
+# holds ≈ 16 GiB (a/b/c ≈ 3 × 4.17 GiB + 4 GiB aux), ≈ 4 GiB once a/b/c are freed. The 20 GiB
+# slope is higher than the 14 GiB reservation: that gap is why a budget equal to the memory
+# limit still gets the daemon OOM-killed.
+MEASURED_BASE_RSS: Final = 69 * GiB
+MEASURED_RSS_PER_PARTITION: Final = 20 * GiB
+SYNTHESIZED_PARTITION_RSS: Final = 16 * GiB
+PARTITION_RSS_AFTER_ABC_FREE: Final = 4 * GiB
+DEFAULT_SAFETY_MARGIN: Final = 5 * GiB
+
+# Documented figures (reference §9.4) the engine's time model is built from.
+POREP_PARTITION_SYNTH_S: Final = 29.0  # one partition with the cores to itself
+POREP_PARTITION_GPU_S: Final = 3.0  # per partition under the per-GPU mutex
+SRS_LOAD_BYTES_PER_S: Final = 3 * GiB  # ≈ 15 s for the 44 GiB PoRep SRS, cold
+
+
+@dataclass(frozen=True, slots=True)
+class RamTier:
+    """A documented RAM tier (older partition_workers naming = today's max_parallel_synthesis)."""
+
+    ram_gib: int
+    max_parallel_synthesis: int
+    gpu_workers_per_device: int
+    seconds_per_proof: float
+    peak_rss_gib: int
+
+
+DOCUMENTED_TIERS: Final[tuple[RamTier, ...]] = (
+    RamTier(128, 2, 1, 152.0, 110),
+    RamTier(256, 7, 1, 53.0, 208),
+    RamTier(384, 10, 2, 42.5, 271),
+    RamTier(512, 12, 2, 42.5, 373),
+)
+
+
+def peak_rss_estimate(concurrent_partitions: int) -> int:
+    """Peak daemon RSS in bytes for PoRep at this many concurrent partitions (measured model)."""
+    return MEASURED_BASE_RSS + MEASURED_RSS_PER_PARTITION * concurrent_partitions
+
+
+def partitions_that_fit(memory_bytes: int, margin_bytes: int = DEFAULT_SAFETY_MARGIN) -> int:
+    """How many concurrent PoRep partitions keep the measured peak RSS under memory minus margin."""
+    room = memory_bytes - margin_bytes - MEASURED_BASE_RSS
+    return max(0, room // MEASURED_RSS_PER_PARTITION)
