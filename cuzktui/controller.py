@@ -1,0 +1,89 @@
+"""What the UI may ask of the core: the controller protocol.
+
+The UI holds one controller. It reads ``controller.model`` (a :class:`SessionModel`) and calls
+the methods below; it never touches the supervisor, the samplers or the session files itself.
+A live controller launches or attaches to a daemon and records a session; a replay controller
+plays a recorded session (or a raw daemon log) through the very same model and is read-only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from .model import SessionModel
+
+
+@dataclass(frozen=True, slots=True)
+class BenchRequest:
+    kind: str  # porep | snap | wpost | winning
+    count: int
+    concurrency: int
+    input_path: str | None = None
+    oom_retries: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """Who the UI is talking to, for the header and the dashboard's identity panel."""
+
+    mode: Literal["engine", "real", "attached", "replay"]
+    title: str  # e.g. "cuzk-engine (embedded emulator)" or "cuzk-daemon /usr/local/bin/cuzk-daemon"
+    session_dir: Path | None
+
+
+class Controller(Protocol):
+    model: SessionModel
+
+    @property
+    def identity(self) -> Identity: ...
+
+    @property
+    def read_only(self) -> bool:
+        """True in replay: no daemon control, no benchmarks, no config changes."""
+        ...
+
+    async def start(self) -> None:
+        """Launch or attach to the daemon (live) or load the source (replay)."""
+
+    async def poll(self) -> bool:
+        """Fold new events into the model; True when the model changed. Called about once a second."""
+        ...
+
+    def config_values(self) -> dict[str, Any]:
+        """The running config's effective knob values, keyed "section.key"."""
+        ...
+
+    def config_path(self) -> Path | None: ...
+
+    async def apply_config(self, changes: Mapping[str, Any]) -> None:
+        """Validate, save a new config version, drain, restart the daemon with it."""
+
+    async def start_bench(self, request: BenchRequest) -> None: ...
+
+    async def cancel_bench(self) -> None: ...
+
+    async def stop_daemon(self) -> None: ...
+
+    def daemon_running(self) -> bool: ...
+
+    def bench_running(self) -> bool: ...
+
+    async def shutdown(self, stop_daemon: bool) -> None:
+        """Leave: stop the daemon and a running benchmark, or leave both running for a later attach."""
+
+
+class ReplayClock(Protocol):
+    """Extra controls a replay controller offers: a time cursor and a playback speed."""
+
+    cursor_t: float | None
+    speed: float
+    playing: bool
+
+    def seek(self, t: float) -> None: ...
+
+    def play(self, speed: float) -> None: ...
+
+    def pause(self) -> None: ...

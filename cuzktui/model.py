@@ -1,0 +1,334 @@
+"""The session model: everything the UI shows, built only from typed events.
+
+``SessionModel.apply`` is the single entry point for live sources and for replay alike; the UI
+reads the model (never the sources) and redraws a part only when that part's version moved.
+
+Memory is bounded for sessions of any length: time series keep at most ``SERIES_CAPACITY``
+points and, when full, merge neighbouring points (keeping the larger value, so peaks such as the
+moment before an OOM kill survive) — the whole session stays visible at a coarser resolution;
+notices and benchmark results are capped deques; the timeline caps its own retained jobs.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Final, Literal, cast
+
+from . import events as ev
+from .timeline import Timeline
+
+SERIES_CAPACITY: Final = 4096
+NOTICE_CAPACITY: Final = 500
+RESULT_CAPACITY: Final = 10_000
+
+
+class Series:
+    """A bounded (t, value) series that halves its resolution instead of forgetting its start."""
+
+    __slots__ = ("_capacity", "_points", "_stride", "_pending")
+
+    def __init__(self, capacity: int = SERIES_CAPACITY) -> None:
+        if capacity < 4:
+            raise ValueError("capacity must be at least 4")
+        self._capacity = capacity
+        self._points: list[tuple[float, float]] = []
+        # After each compaction a stored point stands for `_stride` raw samples; incoming samples
+        # are folded into `_pending` until a full stride has arrived.
+        self._stride = 1
+        self._pending: tuple[float, float, int] | None = None
+
+    def append(self, t: float, value: float) -> None:
+        if self._stride > 1:
+            if self._pending is None:
+                self._pending = (t, value, 1)
+            else:
+                t0, v0, n = self._pending
+                self._pending = (t0, max(v0, value), n + 1)
+            assert self._pending is not None
+            if self._pending[2] < self._stride:
+                return
+            t, value, _ = self._pending
+            self._pending = None
+        self._points.append((t, value))
+        if len(self._points) >= self._capacity:
+            self._compact()
+
+    def _compact(self) -> None:
+        merged = [
+            (self._points[i][0], max(self._points[i][1], self._points[i + 1][1]))
+            for i in range(0, len(self._points) - 1, 2)
+        ]
+        if len(self._points) % 2:
+            merged.append(self._points[-1])
+        self._points = merged
+        self._stride *= 2
+
+    def points(self) -> list[tuple[float, float]]:
+        """All points, oldest first, including a partly filled stride."""
+        if self._pending is None:
+            return list(self._points)
+        t, value, _ = self._pending
+        return [*self._points, (t, value)]
+
+    def last(self) -> tuple[float, float] | None:
+        if self._pending is not None:
+            return self._pending[0], self._pending[1]
+        return self._points[-1] if self._points else None
+
+    def peak(self) -> float | None:
+        values = [v for _, v in self.points()]
+        return max(values) if values else None
+
+    def __len__(self) -> int:
+        return len(self._points) + (1 if self._pending is not None else 0)
+
+
+DaemonPhase = Literal["none", "starting", "ready", "dead"]
+
+
+@dataclass(slots=True)
+class DaemonState:
+    """What the dashboard's identity panel shows about the current daemon run."""
+
+    phase: DaemonPhase = "none"
+    mode: ev.DaemonMode | None = None
+    pid: int | None = None
+    command: tuple[str, ...] = ()
+    listen: str = ""
+    config_path: str | None = None
+    log_path: str | None = None
+    status_url: str | None = None
+    memory_limit_bytes: int | None = None
+    launched_t: float | None = None
+    ready_t: float | None = None
+    startup_s: float | None = None
+    srs_loading: str | None = None  # circuit id of an SRS load in progress
+    srs_loaded: tuple[str, ...] = ()
+    budget_total_gib: int | None = None
+    synth_worker_count: int | None = None
+    gpu_worker_count: int | None = None
+    exit: ev.DaemonExited | None = None
+    fatal_error: str | None = None
+    runs: int = 0
+
+
+@dataclass(slots=True)
+class GpuState:
+    index: int
+    name: str
+    source: Literal["nvml", "daemon"]
+    total_bytes: int | None = None
+    used: Series = field(default_factory=Series)
+    utilization: Series = field(default_factory=Series)
+
+
+@dataclass(slots=True)
+class BenchState:
+    """The most recent benchmark: its parameters, results as they arrive, restarts and outcome."""
+
+    bench_id: str
+    kind: str
+    count: int
+    concurrency: int
+    oom_retries: int
+    started_t: float
+    submitted: int = 0
+    results: deque[ev.ProofFinished] = field(default_factory=lambda: deque(maxlen=RESULT_CAPACITY))
+    restarts: list[ev.BenchRestart] = field(default_factory=list)
+    finished: ev.BenchFinished | None = None
+
+    @property
+    def completed(self) -> int:
+        return sum(1 for r in self.results if r.status == "COMPLETED")
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for r in self.results if r.status != "COMPLETED")
+
+
+class SessionModel:
+    """Folds the event stream into the state the screens display."""
+
+    def __init__(self, timeline: Timeline | None = None) -> None:
+        self.timeline = timeline if timeline is not None else Timeline()
+        self.daemon = DaemonState()
+        self.rss = Series()
+        self.cgroup_usage = Series()
+        self.cgroup_limit = Series()
+        self.budget_total = Series()
+        self.budget_used = Series()
+        self.gpus: dict[int, GpuState] = {}
+        self.status: ev.StatusSnapshot | None = None
+        self.bench: BenchState | None = None
+        self.notices: deque[ev.Notice] = deque(maxlen=NOTICE_CAPACITY)
+        self.oom_kills: list[float] = []
+        self.configs: list[ev.ConfigApplied] = []
+        self.first_t: float | None = None
+        self.last_t: float | None = None
+        # One counter per area so each widget redraws only when its own data moved.
+        self.version = 0
+        self.memory_version = 0
+        self.daemon_version = 0
+        self.bench_version = 0
+
+    def apply_all(self, events: list[ev.Event]) -> bool:
+        changed = False
+        for event in events:
+            changed = self.apply(event) or changed
+        return changed
+
+    def apply(self, event: ev.Event) -> bool:
+        """Fold one event into the model; True when anything visible changed."""
+        changed = self._apply(event)
+        if changed:
+            self.version += 1
+        return changed
+
+    def _observe_time(self, t: float | None) -> None:
+        if t is None:
+            return
+        if self.first_t is None or t < self.first_t:
+            self.first_t = t
+        if self.last_t is None or t > self.last_t:
+            self.last_t = t
+
+    def _apply(self, event: ev.Event) -> bool:  # noqa: PLR0911, PLR0912 - one branch per event family
+        if isinstance(event, ev.MemorySample):
+            self._observe_time(event.t)
+            self._add_memory(event)
+            return True
+        if isinstance(event, ev.GpuSample):
+            self._observe_time(event.t)
+            self._add_gpu(event)
+            return True
+        if isinstance(event, ev.StatusSnapshot):
+            self._observe_time(event.t)
+            self.status = event
+            self.budget_total.append(event.t, event.budget_total_bytes)
+            self.budget_used.append(event.t, event.budget_used_bytes)
+            self.memory_version += 1
+            self.daemon_version += 1
+            return True
+        if isinstance(event, ev.DaemonLaunched | ev.DaemonReadyObserved | ev.DaemonExited | ev.ConfigApplied):
+            self._observe_time(event.t)
+            self._apply_lifecycle(event)
+            self.daemon_version += 1
+            return True
+        if isinstance(event, ev.BenchStarted | ev.ProofSubmitted | ev.ProofFinished | ev.BenchRestart):
+            self._observe_time(event.t)
+            return self._apply_bench(event)
+        if isinstance(event, ev.BenchFinished):
+            self._observe_time(event.t)
+            if self.bench is None or self.bench.bench_id != event.bench_id:
+                return False
+            self.bench.finished = event
+            self.bench_version += 1
+            return True
+        if isinstance(event, ev.Notice):
+            self._observe_time(event.t)
+            self.notices.append(event)
+            return True
+        return self._apply_log(event)
+
+    def _add_memory(self, sample: ev.MemorySample) -> None:
+        t = sample.t
+        for series, value in (
+            (self.rss, sample.rss_bytes),
+            (self.cgroup_usage, sample.cgroup_usage_bytes),
+            (self.cgroup_limit, sample.cgroup_limit_bytes),
+            (self.budget_total, sample.budget_total_bytes),
+            (self.budget_used, sample.budget_used_bytes),
+        ):
+            if value is not None:
+                series.append(t, value)
+        self.memory_version += 1
+
+    def _add_gpu(self, sample: ev.GpuSample) -> None:
+        gpu = self.gpus.get(sample.index)
+        if gpu is None:
+            gpu = self.gpus[sample.index] = GpuState(sample.index, sample.name, sample.source)
+        gpu.name = sample.name
+        if sample.total_bytes is not None:
+            gpu.total_bytes = sample.total_bytes
+        if sample.used_bytes is not None:
+            gpu.used.append(sample.t, sample.used_bytes)
+        if sample.utilization_pct is not None:
+            gpu.utilization.append(sample.t, sample.utilization_pct)
+        self.memory_version += 1
+
+    def _apply_lifecycle(
+        self, event: ev.DaemonLaunched | ev.DaemonReadyObserved | ev.DaemonExited | ev.ConfigApplied
+    ) -> None:
+        d = self.daemon
+        if isinstance(event, ev.DaemonLaunched):
+            runs = d.runs + 1
+            self.daemon = DaemonState(
+                phase="starting",
+                mode=event.mode,
+                pid=event.pid,
+                command=event.command,
+                listen=event.listen,
+                config_path=event.config_path,
+                log_path=event.log_path,
+                status_url=event.status_url,
+                memory_limit_bytes=event.memory_limit_bytes,
+                launched_t=event.t,
+                runs=runs,
+            )
+            if event.memory_limit_bytes is not None:
+                self.cgroup_limit.append(event.t, event.memory_limit_bytes)
+        elif isinstance(event, ev.DaemonReadyObserved):
+            d.phase = "ready"
+            d.ready_t = event.t
+            d.startup_s = event.startup_s
+        elif isinstance(event, ev.DaemonExited):
+            d.phase = "dead"
+            d.exit = event
+            if event.cause == "oom_kill":
+                self.oom_kills.append(event.t)
+                self.memory_version += 1
+        else:
+            self.configs.append(event)
+
+    def _apply_bench(self, event: ev.BenchStarted | ev.ProofSubmitted | ev.ProofFinished | ev.BenchRestart) -> bool:
+        if isinstance(event, ev.BenchStarted):
+            self.bench = BenchState(
+                event.bench_id, event.kind, event.count, event.concurrency, event.oom_retries, event.t
+            )
+        elif self.bench is None or self.bench.bench_id != event.bench_id:
+            return False
+        elif isinstance(event, ev.ProofSubmitted):
+            self.bench.submitted += 1
+        elif isinstance(event, ev.ProofFinished):
+            self.bench.results.append(event)
+        else:
+            self.bench.restarts.append(event)
+        self.bench_version += 1
+        return True
+
+    def _apply_log(self, event: ev.Event) -> bool:
+        d = self.daemon
+        ts = getattr(event, "ts", None)
+        if isinstance(ts, float):
+            self._observe_time(ts)
+        daemon_changed = True
+        if isinstance(event, ev.SrsLoadStarted):
+            d.srs_loading = event.circuit_id
+        elif isinstance(event, ev.SrsLoaded):
+            d.srs_loading = None
+            if event.circuit_id not in d.srs_loaded:
+                d.srs_loaded = (*d.srs_loaded, event.circuit_id)
+        elif isinstance(event, ev.BudgetInitialized):
+            d.budget_total_gib = event.total_budget_gib
+        elif isinstance(event, ev.PipelineConfigured):
+            d.synth_worker_count = event.synth_worker_count
+            d.gpu_worker_count = event.total_workers
+        elif isinstance(event, ev.FatalErrorLine):
+            d.fatal_error = event.context
+        else:
+            daemon_changed = False
+        if daemon_changed:
+            self.daemon_version += 1
+        timeline_changed = self.timeline.apply(cast(ev.LogEvent, event))
+        return daemon_changed or timeline_changed
