@@ -26,7 +26,7 @@ RESULT_CAPACITY: Final = 10_000
 class Series:
     """A bounded (t, value) series that halves its resolution instead of forgetting its start."""
 
-    __slots__ = ("_capacity", "_points", "_stride", "_pending")
+    __slots__ = ("_capacity", "_pending", "_points", "_stride")
 
     def __init__(self, capacity: int = SERIES_CAPACITY) -> None:
         if capacity < 4:
@@ -193,7 +193,7 @@ class SessionModel:
         if self.last_t is None or t > self.last_t:
             self.last_t = t
 
-    def _apply(self, event: ev.Event) -> bool:  # noqa: PLR0911, PLR0912 - one branch per event family
+    def _apply(self, event: ev.Event) -> bool:
         if isinstance(event, ev.MemorySample):
             self._observe_time(event.t)
             self._add_memory(event)
