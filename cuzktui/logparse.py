@@ -1,0 +1,506 @@
+"""One line of cuzk daemon output -> one typed event (reference §4).
+
+:func:`parse_line` never raises: a line it does not recognise, or one cut short, becomes a
+:class:`~cuzktui.events.PlainLine`. Order of the checks follows the traffic: TIMELINE lines are
+the bulk of a busy log, so they are recognised first by a prefix test and split with
+``str.split`` (no regex). Human (tracing) lines are parsed by fixed positions for the
+timestamp and level, a scan for the spans and target, and one regex search per field.
+
+Field values are split on `` key=`` boundaries (§4.2): a Display'd value may contain spaces,
+so for the lines whose values are free text (errors, PCE summary) only the keys that line
+is known to carry start a new field. Double-quoted values are unescaped Rust Debug strings.
+
+:class:`LineSplitter` turns the byte chunks of a tailed file into complete lines.
+"""
+
+from __future__ import annotations
+
+import calendar
+import codecs
+import re
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Final, Literal
+
+from .events import (
+    BudgetInitialized,
+    CuzkTiming,
+    DaemonReady,
+    DaemonStarting,
+    EngineStarted,
+    FatalErrorLine,
+    FinTiming,
+    GpuTiming,
+    LogEvent,
+    LogRecord,
+    PartitionSynthesized,
+    PceActivity,
+    PipelineConfigured,
+    PlainLine,
+    ProofAssembled,
+    ProofFailedLine,
+    Span,
+    SrsLoaded,
+    SrsLoadStarted,
+    Stream,
+    TimelineEvent,
+)
+
+__all__ = ["LineSplitter", "parse_line", "strip_ansi"]
+
+_ANSI_RE: Final = re.compile(r"\x1b\[[0-9;]*m")
+# A field boundary: one space, an identifier, '='. Dotted keys come from `log` records.
+_KEY_RE: Final = re.compile(r" ([A-Za-z_][\w.]*)=")
+_ESCAPE_RE: Final = re.compile(r"\\(u\{[0-9a-fA-F]{1,6}\}|.)", re.DOTALL)
+_SIMPLE_ESCAPES: Final = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", '"': '"', "'": "'"}
+_LEVELS: Final = frozenset({"TRACE", "DEBUG", "INFO", "WARN", "ERROR"})
+_TS_PREFIX_RE: Final = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)\Z")
+# "YYYY-MM-DDTHH:MM:SS.ffffffZ" then one space then the 5-character level.
+_TS_LEN: Final = 27
+_LEVEL_END: Final = _TS_LEN + 7
+
+
+def strip_ansi(line: str) -> str:
+    """The line without SGR colour codes (free when there is no ESC in it)."""
+    return _ANSI_RE.sub("", line) if "\x1b" in line else line
+
+
+def _uint(text: str | None) -> int | None:
+    """A non-negative decimal integer, or None (``str.isdigit`` alone accepts '²')."""
+    if text is not None and text.isascii() and text.isdigit():
+        return int(text)
+    return None
+
+
+def _option_int(text: str | None) -> int | None:
+    """``Some(6)`` / ``6`` -> 6; ``None`` or anything else -> None."""
+    if text is not None and text.startswith("Some(") and text.endswith(")"):
+        text = text[5:-1]
+    return _uint(text)
+
+
+# --------------------------------------------------------------------------------------------
+# TIMELINE
+# --------------------------------------------------------------------------------------------
+
+
+def _parse_timeline(line: str) -> LogEvent:
+    parts = line.split(",", 4)
+    if len(parts) < 5:
+        return PlainLine(line)
+    _, offset_text, event, job_id, detail_text = parts
+    offset = _uint(offset_text)
+    if offset is None or not event or not job_id:
+        return PlainLine(line)
+    if detail_text == "monolithic":
+        return TimelineEvent(offset, event, job_id, {}, None, None, True)
+    detail: dict[str, str] = {}
+    for item in detail_text.split(","):
+        key, sep, value = item.partition("=")
+        if sep:
+            detail[key] = value
+    partition = _uint(detail.get("partition"))
+    worker = _uint(detail.get("worker"))
+    # A monolithic job's events carry no partition index (§4.3); a complete detail without one
+    # says so. A cut-off detail ("partit") carries no key at all and stays undecided.
+    monolithic = partition is None and "partition" not in detail and bool(detail)
+    return TimelineEvent(offset, event, job_id, detail, partition, worker, monolithic)
+
+
+# --------------------------------------------------------------------------------------------
+# CUZK_TIMING
+# --------------------------------------------------------------------------------------------
+
+
+def _parse_cuzk_timing(line: str) -> LogEvent:
+    text = line[len("CUZK_TIMING:") :].strip()
+    values: dict[str, int] = {}
+    for token in text.split():
+        key, sep, value = token.partition("=")
+        number = _uint(value) if sep else None
+        if number is not None:
+            values[key] = number
+    gpu: int | None = None
+    # "... on gpu G": the only lines that name the GPU ordinal. gpu_tid is a thread index
+    # inside one prove call (§4.4), not a GPU, so it stays in ``values``.
+    _, sep, tail = text.rpartition(" on gpu ")
+    if sep:
+        gpu = _uint(tail.strip())
+    return CuzkTiming(values, gpu, text)
+
+
+# --------------------------------------------------------------------------------------------
+# Human (tracing) lines
+# --------------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=64)
+def _minute_epoch(prefix: str) -> int | None:
+    """Unix seconds of a "YYYY-MM-DDTHH:MM" UTC prefix (one calendar computation per minute)."""
+    m = _TS_PREFIX_RE.match(prefix)
+    if m is None:
+        return None
+    year, month, day, hour, minute = (int(g) for g in m.groups())
+    if not (1 <= month <= 12 and 1 <= day <= 31 and hour < 24 and minute < 60):
+        return None
+    try:
+        return calendar.timegm((year, month, day, hour, minute, 0, 0, 0, 0))
+    except (ValueError, OverflowError):
+        return None
+
+
+def parse_timestamp(text: str) -> float | None:
+    """Unix seconds of the daemon's ``2026-05-01T07:00:00.000001Z`` timestamp, or None."""
+    if len(text) != _TS_LEN or text[26] != "Z" or text[16] != ":" or text[19] != ".":
+        return None
+    seconds, micros = text[17:19], text[20:26]
+    if not (seconds.isascii() and seconds.isdigit() and micros.isascii() and micros.isdigit()):
+        return None
+    base = _minute_epoch(text[:16])
+    if base is None or int(seconds) > 60:
+        return None
+    return base + int(seconds) + int(micros) / 1e6
+
+
+def _quoted_end(text: str, start: int) -> int:
+    """Index just past the closing quote of the Debug string opening at ``start``, or -1."""
+    i = start + 1
+    while True:
+        j = text.find('"', i)
+        if j == -1:
+            return -1
+        k = j
+        while k - 1 > start and text[k - 1] == "\\":
+            k -= 1
+        if (j - k) % 2 == 0:
+            return j + 1
+        i = j + 1
+
+
+def _unescape_one(m: re.Match[str]) -> str:
+    code = m.group(1)
+    if code.startswith("u{"):
+        value = int(code[2:-1], 16)
+        return chr(value) if value <= 0x10FFFF else m.group(0)
+    return _SIMPLE_ESCAPES.get(code, m.group(0))
+
+
+def _unescape(raw: str) -> str:
+    return _ESCAPE_RE.sub(_unescape_one, raw) if "\\" in raw else raw
+
+
+def _next_key(text: str, pos: int, keys: frozenset[str] | None) -> re.Match[str] | None:
+    m = _KEY_RE.search(text, pos)
+    while m is not None and keys is not None and m.group(1) not in keys:
+        m = _KEY_RE.search(text, m.end())
+    return m
+
+
+def _split_fields(text: str, keys: frozenset[str] | None = None) -> tuple[str, dict[str, str]]:
+    """(message, fields) of ``text`` = "<message>[ key=value]*"; ``keys`` limits the boundaries."""
+    m = _next_key(text, 0, keys)
+    if m is None:
+        return text, {}
+    message = text[: m.start()]
+    fields: dict[str, str] = {}
+    while m is not None:
+        key, start = m.group(1), m.end()
+        if text.startswith('"', start):
+            end = _quoted_end(text, start)
+            if end != -1:
+                after = _next_key(text, end, keys) if end < len(text) else None
+                if end == len(text) or (after is not None and after.start() == end):
+                    fields[key] = _unescape(text[start + 1 : end - 1])
+                    m = after
+                    continue
+        # Unquoted (or a quote that does not close where a field ends): up to the next boundary.
+        m = _next_key(text, start, keys)
+        fields[key] = text[start : m.start() if m is not None else len(text)]
+    return message, fields
+
+
+def _parse_spans(text: str, pos: int) -> tuple[tuple[Span, ...], int]:
+    """The ``name{fields}:`` spans starting at ``pos`` and the index after them and their space."""
+    spans: list[Span] = []
+    n = len(text)
+    while pos < n:
+        brace = text.find("{", pos)
+        space = text.find(" ", pos)
+        if brace == -1 or (space != -1 and space < brace) or not text[pos:brace].isidentifier():
+            break
+        close = text.find("}:", brace)
+        if close == -1:
+            break
+        _, fields = _split_fields(" " + text[brace + 1 : close])
+        spans.append(Span(text[pos:brace], fields))
+        pos = close + 2
+    if spans:
+        if not text.startswith(" ", pos):
+            return (), -1
+        pos += 1
+    return tuple(spans), pos
+
+
+_Builder = Callable[[LogRecord], LogEvent]
+PcePhase = Literal["extract_start", "extract_done", "extract_failed", "saved", "cached", "evicted"]
+
+
+def _field_from(record: LogRecord, key: str) -> str | None:
+    """A field of the event, else of the innermost span that has it (job_id lives in spans)."""
+    value = record.fields.get(key)
+    if value is not None:
+        return value
+    for span in reversed(record.spans):
+        value = span.fields.get(key)
+        if value is not None:
+            return value
+    return None
+
+
+def _ms_values(fields: dict[str, str]) -> dict[str, int]:
+    values: dict[str, int] = {}
+    for key, text in fields.items():
+        if key.endswith("_ms"):
+            number = _uint(text)
+            if number is not None:
+                values[key] = number
+    return values
+
+
+def _gpu_timing(record: LogRecord) -> LogEvent:
+    worker = _uint(_field_from(record, "worker_id"))
+    partition = _option_int(_field_from(record, "partition"))
+    job = _field_from(record, "job_id")
+    return GpuTiming(record.ts, record.message[11:], worker, partition, job, _ms_values(record.fields))
+
+
+def _fin_timing(record: LogRecord) -> LogEvent:
+    worker = _uint(_field_from(record, "worker_id"))
+    partition = _option_int(_field_from(record, "partition"))
+    job = _field_from(record, "job_id")
+    return FinTiming(record.ts, record.message[11:], worker, partition, job, _ms_values(record.fields))
+
+
+def _daemon_starting(record: LogRecord) -> LogEvent:
+    return DaemonStarting(record.ts)
+
+
+def _engine_started(record: LogRecord) -> LogEvent:
+    flag = record.fields.get("pipeline_enabled")
+    return EngineStarted(record.ts, None if flag is None else flag == "true")
+
+
+def _budget(record: LogRecord) -> LogEvent:
+    gib = _uint(record.fields.get("total_budget_gib"))
+    return record if gib is None else BudgetInitialized(record.ts, gib)
+
+
+def _pipeline(record: LogRecord) -> LogEvent:
+    f = record.fields
+    # `num_gpus` in this line is the total GPU worker count (§4.6).
+    budget_partitions, synth_workers = _uint(f.get("max_partitions_in_budget")), _uint(f.get("synth_worker_count"))
+    return PipelineConfigured(record.ts, budget_partitions, synth_workers, _uint(f.get("num_gpus")))
+
+
+def _srs_loading(record: LogRecord) -> LogEvent:
+    f = record.fields
+    return SrsLoadStarted(record.ts, f.get("circuit_id", ""), f.get("path", ""), _uint(f.get("file_size_gib")))
+
+
+def _srs_loaded(record: LogRecord) -> LogEvent:
+    f = record.fields
+    return SrsLoaded(
+        record.ts,
+        f.get("circuit_id", ""),
+        _uint(f.get("elapsed_ms")),
+        _uint(f.get("budget_used_gib")),
+        _uint(f.get("budget_available_gib")),
+    )
+
+
+def _partition_synthesized(record: LogRecord) -> LogEvent:
+    job = record.fields.get("job_id")
+    partition = _uint(record.fields.get("partition"))
+    synth_ms = _uint(record.fields.get("synth_ms"))
+    if job is None or partition is None or synth_ms is None:
+        return record
+    return PartitionSynthesized(record.ts, job, partition, synth_ms)
+
+
+def _assembled(record: LogRecord) -> LogEvent:
+    f = record.fields
+    return ProofAssembled(
+        record.ts,
+        _field_from(record, "job_id"),
+        _uint(f.get("proof_len")),
+        _uint(f.get("total_ms")),
+        _uint(f.get("synth_ms")),
+        _uint(f.get("gpu_ms")),
+    )
+
+
+def _failed(record: LogRecord) -> LogEvent:
+    if record.level != "ERROR":
+        return record
+    return ProofFailedLine(
+        record.ts,
+        record.message,
+        record.fields.get("error", ""),
+        _field_from(record, "job_id"),
+        _option_int(_field_from(record, "partition")),
+    )
+
+
+def _pce(phase: PcePhase) -> _Builder:
+    def build(record: LogRecord) -> LogEvent:
+        return PceActivity(record.ts, phase, record.fields.get("circuit_id"), record.fields)
+
+    return build
+
+
+_FAILURE_MESSAGES: Final = (
+    "partition synthesis failed",
+    "partition synthesis task panicked",
+    "partition GPU proving failed",
+    "partition GPU proving task panicked",
+    "GPU prove start failed",
+    "GPU prove start task panicked",
+    "synthesis failed",
+    "GPU proving failed",
+    "proof failed",
+    "prove failed",
+    "Phase 7: C1 parse/SRS load failed",
+    "SnapDeals parse/SRS load failed",
+    "Phase 7: PoRep proof self-check FAILED — proof will NOT be returned to caller",
+)
+
+# Exact message -> builder. Prefix-matched messages are handled in _classify.
+_NOTABLE: Final[dict[str, _Builder]] = {
+    "cuzk-daemon starting": _daemon_starting,
+    "starting cuzk engine": _engine_started,
+    "memory budget initialized": _budget,
+    "starting pipeline: synthesis task + GPU workers (budget-gated)": _pipeline,
+    "loading SRS from disk": _srs_loading,
+    "SRS loaded successfully": _srs_loaded,
+    "PCE extraction complete": _pce("extract_done"),
+    "PCE saved to disk": _pce("saved"),
+    "PCE cached": _pce("cached"),
+    "PCE evicted": _pce("evicted"),
+    "partition synthesis complete, pushing to GPU queue": _partition_synthesized,
+    "Phase 7: all partitions complete, proof assembled": _assembled,
+    "proof completed successfully (pipeline)": _assembled,
+    **dict.fromkeys(_FAILURE_MESSAGES, _failed),
+}
+
+# Lines whose values are free text: only these keys start a new field.
+_KNOWN_KEYS: Final[dict[str, frozenset[str]]] = {
+    **dict.fromkeys(_FAILURE_MESSAGES, frozenset({"error", "job_id", "partition", "proof_len", "sector", "miner"})),
+    "PCE extraction complete": frozenset({"circuit_id", "extract_ms", "summary"}),
+    "background PCE extraction failed": frozenset({"error"}),
+    "failed to bind status HTTP server": frozenset({"addr", "error"}),
+}
+
+
+def _classify(record: LogRecord) -> LogEvent:
+    message = record.message
+    builder = _NOTABLE.get(message)
+    if builder is not None:
+        return builder(record)
+    if message.startswith("GPU_TIMING "):
+        return _gpu_timing(record)
+    if message.startswith("FIN_TIMING "):
+        return _fin_timing(record)
+    if message.startswith("cuzk-daemon ready, serving on "):
+        return DaemonReady(record.ts, message[len("cuzk-daemon ready, serving on ") :])
+    if message.startswith("background PCE extraction starting"):
+        return PceActivity(record.ts, "extract_start", None, record.fields)
+    if message.startswith("background PCE extraction failed"):
+        return PceActivity(record.ts, "extract_failed", None, record.fields)
+    return record
+
+
+def _parse_human(line: str) -> LogEvent:
+    ts = parse_timestamp(line[:_TS_LEN])
+    if ts is None or line[_TS_LEN : _TS_LEN + 1] != " " or line[_LEVEL_END - 1 : _LEVEL_END] != " ":
+        return PlainLine(line)
+    level = line[_TS_LEN + 1 : _LEVEL_END - 1].lstrip(" ")
+    if level not in _LEVELS:
+        return PlainLine(line)
+    spans, pos = _parse_spans(line, _LEVEL_END)
+    if pos < 0:
+        return PlainLine(line)
+    colon = line.find(": ", pos)
+    target = line[pos:colon]
+    if colon == -1 or not target or " " in target:
+        return PlainLine(line)
+    body = line[colon + 2 :]
+    message, fields = _split_fields(body)
+    keys = _KNOWN_KEYS.get(message)
+    if keys is None and message.startswith("background PCE extraction failed"):
+        keys = _KNOWN_KEYS["background PCE extraction failed"]
+    if keys is not None:
+        message, fields = _split_fields(body, keys)
+    return _classify(LogRecord(ts, level, target, message, spans, fields))
+
+
+# --------------------------------------------------------------------------------------------
+# Entry point
+# --------------------------------------------------------------------------------------------
+
+
+def parse_line(line: str, stream: Stream = Stream.UNKNOWN) -> LogEvent:
+    """The typed event of one line of daemon output (with or without its newline); never raises.
+
+    ``stream`` narrows what a line can be when known: the fatal ``Error:`` report is stderr-only.
+    """
+    if line.startswith("TIMELINE,"):
+        return _parse_timeline(line.rstrip("\r\n"))
+    line = line.rstrip("\r\n")
+    if "\x1b" in line:
+        line = _ANSI_RE.sub("", line)
+    first = line[:1]
+    if first.isdigit():
+        return _parse_human(line)
+    if line.startswith("CUZK_TIMING:"):
+        return _parse_cuzk_timing(line)
+    if line.startswith("TIMELINE,"):  # a TIMELINE line wrapped in colour codes (never seen, cheap)
+        return _parse_timeline(line)
+    if line.startswith("Error: ") and stream is not Stream.STDOUT:
+        return FatalErrorLine(line[7:])
+    return PlainLine(line)
+
+
+# --------------------------------------------------------------------------------------------
+# Tailing
+# --------------------------------------------------------------------------------------------
+
+
+class LineSplitter:
+    """Complete lines out of byte chunks of a growing file; the unfinished last line is kept.
+
+    Invalid UTF-8 becomes U+FFFD; a multi-byte character split across chunks is joined.
+    Lines are returned without their ``\\n`` (and without a ``\\r`` before it).
+    """
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._partial = ""
+
+    @property
+    def pending(self) -> str:
+        """The text received after the last newline (a line still being written)."""
+        return self._partial
+
+    def feed(self, chunk: bytes) -> list[str]:
+        """The lines completed by ``chunk``, in order."""
+        text = self._partial + self._decoder.decode(chunk)
+        lines = text.split("\n")
+        self._partial = lines.pop()
+        return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+    def flush(self) -> str | None:
+        """End of input: the unfinished last line (if any), which is then forgotten."""
+        rest = self._partial + self._decoder.decode(b"", final=True)
+        self._partial = ""
+        self._decoder.reset()
+        return rest or None
