@@ -27,6 +27,7 @@ from tomlkit.items import AoT, Item, Table
 from .knobs import (
     KNOBS,
     KNOBS_BY_NAME,
+    SECTIONS,
     Knob,
     KnobType,
     Problem,
@@ -152,6 +153,16 @@ class ConfigDocument:
     def effective(self) -> dict[str, Any]:
         """``"section.key"`` → the value the daemon (or engine) uses, for every knob."""
         return {k.name: self.get(k.section, k.key) for k in KNOBS}
+
+    def unknown_keys(self) -> list[str]:
+        """Sections and ``section.key`` names in the file that no knob describes (the daemon ignores them)."""
+        names: list[str] = []
+        for section, table in self.data().items():
+            if section not in SECTIONS:
+                names.append(section)
+            elif isinstance(table, dict):
+                names += [f"{section}.{key}" for key in table if f"{section}.{key}" not in KNOBS_BY_NAME]
+        return names
 
     def problems(self) -> list[Problem]:
         return validate_document(self.data())
