@@ -1,22 +1,139 @@
-"""Logs screen (stub: the full screen lands shortly)."""
+"""Logs screen: the raw daemon log, filtered by level, searchable, following the tail.
+
+The log is the ground truth behind every chart: when the waterfall stalls or the daemon dies,
+this is where the operator reads what it said last. The heavy lifting (indexing a file of
+millions of lines, searching it) lives in :class:`LogView`; this screen wires keys to it and
+shows where the view stands.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import ClassVar
+
+from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Footer, Input, Static
 
 from ...controller import Controller
+from ..widgets.logview import ALL_LEVELS, Level, LogView
+
+
+def log_path_of(controller: Controller) -> Path | None:
+    """The daemon log the model names, else the session's ``daemon.log``."""
+    named = controller.model.daemon.log_path
+    if named:
+        return Path(named)
+    session_dir = controller.identity.session_dir
+    return session_dir / "daemon.log" if session_dir is not None else None
 
 
 class LogsScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "search", "Search"),
+        Binding("n", "next_match", "Next"),
+        Binding("N", "previous_match", "Prev", key_display="N"),
+        Binding("f", "toggle_follow", "Follow"),
+        Binding("e", "toggle_level('ERROR')", "Error"),
+        Binding("w", "toggle_level('WARN')", "Warn"),
+        Binding("i", "toggle_level('INFO')", "Info"),
+        Binding("d", "toggle_level('DEBUG')", "Debug"),
+        Binding("t", "toggle_level('TIMELINE')", "Timeline"),
+        Binding("escape", "close_search", "Close search", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    LogsScreen {
+        #logs-status { height: 1; padding: 0 1; background: $panel; }
+        #logs-search { dock: bottom; margin-bottom: 1; display: none; }
+        #logs-search.-open { display: block; }
+        LogView { height: 1fr; }
+    }
+    """
+
     def __init__(self, controller: Controller) -> None:
         super().__init__()
         self.controller = controller
 
     def compose(self) -> ComposeResult:
-        yield Static("Logs")
+        yield Static(id="logs-status")
+        yield LogView(log_path_of(self.controller), id="logs-view")
+        yield Input(placeholder="search the log (enter: find, n/N: next/previous, esc: close)", id="logs-search")
         yield Footer()
 
+    @property
+    def view(self) -> LogView:
+        return self.query_one(LogView)
+
+    def on_mount(self) -> None:
+        self.view.focus()
+        self._show_status()
+
     def refresh_from_model(self) -> None:
-        """Called by the app after each poll while this screen is visible."""
+        """Pick up a new log path (a daemon launched later) and whatever the log gained."""
+        path = log_path_of(self.controller)
+        view = self.view
+        if path != view.path:
+            view.set_path(path)
+        view.poll()
+
+    # ---- actions ------------------------------------------------------------------------
+
+    def action_search(self) -> None:
+        search = self.query_one("#logs-search", Input)
+        search.add_class("-open")
+        search.focus()
+
+    def action_close_search(self) -> None:
+        self.query_one("#logs-search", Input).remove_class("-open")
+        self.view.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_close_search()
+        self.view.search(event.value.strip(), forward=True)
+
+    def action_next_match(self) -> None:
+        self.view.search(self.view.needle, forward=True)
+
+    def action_previous_match(self) -> None:
+        self.view.search(self.view.needle, forward=False)
+
+    def action_toggle_follow(self) -> None:
+        self.view.follow = not self.view.follow
+
+    def action_toggle_level(self, name: str) -> None:
+        level = Level[name]
+        shown = self.view.levels_shown
+        self.view.set_levels(shown - {level} if level in shown else shown | {level})
+
+    # ---- status line ----------------------------------------------------------------------
+
+    def on_log_view_updated(self, _: LogView.Updated) -> None:
+        self._show_status()
+
+    def on_log_view_search_done(self, message: LogView.SearchDone) -> None:
+        if message.line is None:
+            self.notify(f"{message.needle!r} not found", severity="warning")
+
+    def _show_status(self) -> None:
+        view = self.view
+        status = self.query_one("#logs-status", Static)
+        if view.path is None:
+            status.update("No daemon log yet: start the daemon (or open a session).")
+            return
+        shown = view.levels_shown
+        count = f"{view.line_count:,} lines"
+        if shown != ALL_LEVELS:
+            count = f"{view.row_count:,} of {count}"
+        line = Text.assemble(str(view.path), " · ", count, " (indexing…)" if view.indexing else "", " ·")
+        for level in Level:
+            line.append(" ")
+            line.append(level.name, "bold" if level in shown else "dim strike")
+        line.append(" · ")
+        line.append("following" if view.follow else "not following (f)", "" if view.follow else "dim")
+        if view.needle:
+            line.append(f" · search: {view.needle!r}")
+        status.update(line)
