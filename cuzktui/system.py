@@ -176,29 +176,40 @@ def _memory_limit(version: CgroupVersion, path: Path) -> int | None:
     return _read_int(path / "memory.max")
 
 
-def _effective_limit(version: CgroupVersion, path: Path, mount: Path) -> int | None:
+def _effective_limit(version: CgroupVersion, path: Path) -> int | None:
+    """The smallest limit from ``path`` up to the hierarchy's root.
+
+    The walk stops where the limit file ends: a v2 root has no ``memory.max`` and the directory
+    above a v1 mount has no ``memory.limit_in_bytes``.
+    """
+    limit_file = "memory.limit_in_bytes" if version == 1 else "memory.max"
     limits: list[int] = []
     current = path
-    while True:
+    while (current / limit_file).exists():
         limit = _memory_limit(version, current)
         if limit is not None:
             limits.append(limit)
-        if current == mount or mount not in current.parents:
+        if current.parent == current:
             break
         current = current.parent
     return min(limits) if limits else None
 
 
-def read_cgroup_memory(version: CgroupVersion, path: Path, mount: Path | None = None) -> CgroupMemory:
-    """What a memory cgroup directory enforces (limit taken up to ``mount`` when given)."""
-    limit = _effective_limit(version, path, mount) if mount is not None else _memory_limit(version, path)
+def cgroup_version_of(path: Path) -> CgroupVersion:
+    """Which cgroup version a memory cgroup directory belongs to (by the files it holds)."""
+    return 1 if (path / "memory.limit_in_bytes").exists() else 2
+
+
+def read_cgroup_memory(path: Path, version: CgroupVersion | None = None) -> CgroupMemory:
+    """What a memory cgroup directory enforces: effective limit, usage, OOM kills so far."""
+    version = cgroup_version_of(path) if version is None else version
     if version == 1:
         usage = _read_int(path / "memory.usage_in_bytes")
         ooms = _read_keyed(path / "memory.oom_control", "oom_kill")
     else:
         usage = _read_int(path / "memory.current")
         ooms = _read_keyed(path / "memory.events", "oom_kill")
-    return CgroupMemory(version, path, limit, usage, ooms)
+    return CgroupMemory(version, path, _effective_limit(version, path), usage, ooms)
 
 
 def memory_cgroup_of(
@@ -208,8 +219,8 @@ def memory_cgroup_of(
     found = cgroup_dir(pid, "memory", proc_root=proc_root, cgroup_root=cgroup_root)
     if found is None:
         return None
-    version, path, mount = found
-    return read_cgroup_memory(version, path, mount)
+    version, path, _ = found
+    return read_cgroup_memory(path, version)
 
 
 def effective_ram(pid: int | str = "self", *, proc_root: Path = PROC, cgroup_root: Path = CGROUP) -> int:
@@ -284,8 +295,7 @@ class MemoryCgroup:
     @classmethod
     def at(cls, path: Path) -> MemoryCgroup:
         """An existing group (e.g. one left behind by a crashed run, to remove it)."""
-        version: CgroupVersion = 1 if (path / "memory.limit_in_bytes").exists() else 2
-        return cls(path, version)
+        return cls(path, cgroup_version_of(path))
 
     @classmethod
     def create(cls, name: str, limit_bytes: int, *, cgroup_root: Path = CGROUP, proc_root: Path = PROC) -> MemoryCgroup:
@@ -349,14 +359,14 @@ class MemoryCgroup:
             return []
 
     def usage_bytes(self) -> int | None:
-        return read_cgroup_memory(self.version, self.path).usage_bytes
+        return read_cgroup_memory(self.path, self.version).usage_bytes
 
     def limit_bytes(self) -> int | None:
         return _memory_limit(self.version, self.path)
 
     def oom_kill_count(self) -> int:
         """OOM kills inside this group so far (0 when the kernel does not count them)."""
-        return read_cgroup_memory(self.version, self.path).oom_kills or 0
+        return read_cgroup_memory(self.path, self.version).oom_kills or 0
 
     def remove(self, timeout: float = 5.0) -> None:
         """SIGKILL whatever still runs in the group, wait for it to empty, rmdir it. Idempotent.

@@ -1,0 +1,257 @@
+"""Periodic samples of what the daemon costs: process-tree RSS, cgroup usage, GPU memory.
+
+A sampler's ``sample()`` is a blocking call (psutil, file reads, NVML) that returns the
+observed events of one tick and never raises: a dead daemon is an RSS of None, a machine
+without NVIDIA GPUs is a :attr:`GpuSampler.state` and no samples. :func:`run_periodic` drives
+a sampler from asyncio, in a thread, once per interval, never overlapping itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+import psutil
+
+from .events import GpuSample, MemorySample, ObservedEvent
+from .system import CGROUP, PROC, CgroupMemory, memory_cgroup_of, read_cgroup_memory
+
+DEFAULT_INTERVAL: Final = 1.0  # NVML calls are slow; nvitop samples devices at 1 Hz too
+
+Clock = Callable[[], float]
+_T = TypeVar("_T")
+
+
+# --------------------------------------------------------------------------------------------
+# Memory: the daemon's process tree and its cgroup
+# --------------------------------------------------------------------------------------------
+
+
+class ProcessTreeSampler:
+    """RSS of a process and all its descendants, with its memory cgroup and the daemon's budget.
+
+    ``cgroup_dir`` names the group to read (the one the supervisor made); without it the
+    process's own memory cgroup is read each time, so a move into a group is followed.
+    The budget comes from the daemon's status endpoint through :meth:`set_budget`.
+    """
+
+    def __init__(
+        self,
+        pid: int,
+        *,
+        cgroup_dir: Path | None = None,
+        proc_root: Path = PROC,
+        cgroup_root: Path = CGROUP,
+        clock: Clock = time.time,
+    ) -> None:
+        self.pid = pid
+        self._cgroup_dir = cgroup_dir
+        self._proc_root = proc_root
+        self._cgroup_root = cgroup_root
+        self._clock = clock
+        self._budget_total: int | None = None
+        self._budget_used: int | None = None
+        try:
+            # Held, not looked up by pid each time: psutil then notices a reused pid.
+            self._process: psutil.Process | None = psutil.Process(pid)
+        except psutil.Error:
+            self._process = None
+
+    def set_budget(self, total_bytes: int | None, used_bytes: int | None) -> None:
+        """The latest budget total / used figures (from ``/status``) to put in the next samples."""
+        self._budget_total = total_bytes
+        self._budget_used = used_bytes
+
+    def tree_rss(self) -> int | None:
+        """Bytes resident in the process and its descendants; None when the process is gone."""
+        if self._process is None:
+            return None
+        try:
+            total = self._process.memory_info().rss
+            children = self._process.children(recursive=True)
+        except psutil.Error:
+            return None
+        for child in children:
+            # A child may exit between listing and reading: it simply no longer counts.
+            with contextlib.suppress(psutil.Error):
+                total += child.memory_info().rss
+        return total
+
+    def cgroup(self) -> CgroupMemory | None:
+        if self._cgroup_dir is not None:
+            return read_cgroup_memory(self._cgroup_dir) if self._cgroup_dir.is_dir() else None
+        return memory_cgroup_of(self.pid, proc_root=self._proc_root, cgroup_root=self._cgroup_root)
+
+    def sample(self) -> list[ObservedEvent]:
+        cgroup = self.cgroup()
+        return [
+            MemorySample(
+                t=self._clock(),
+                rss_bytes=self.tree_rss(),
+                cgroup_usage_bytes=cgroup.usage_bytes if cgroup else None,
+                cgroup_limit_bytes=cgroup.limit_bytes if cgroup else None,
+                budget_total_bytes=self._budget_total,
+                budget_used_bytes=self._budget_used,
+            )
+        ]
+
+
+# --------------------------------------------------------------------------------------------
+# GPUs through NVML
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GpuDevice:
+    index: int
+    name: str
+    total_bytes: int | None
+
+
+def _load_nvml() -> Any:
+    import pynvml
+
+    return pynvml
+
+
+class GpuSampler:
+    """Per-GPU memory and utilisation through NVML (``nvidia-ml-py``), initialised once.
+
+    Without a driver, a GPU or the library, :attr:`state` says why (for instance
+    ``"no NVIDIA GPU (NVML: driver not loaded)"``) and :meth:`sample` returns nothing. A
+    function one device does not support is reported as None for that value, not as a failure.
+    Call :meth:`close` to shut NVML down.
+    """
+
+    def __init__(self, *, nvml: Any = None, clock: Clock = time.time) -> None:
+        self._clock = clock
+        self._nvml: Any = None
+        self._handles: list[Any] = []
+        self.devices: list[GpuDevice] = []
+        self.state = "not started"
+        try:
+            module = nvml if nvml is not None else _load_nvml()
+        except ImportError:
+            self.state = "no NVIDIA GPU (nvidia-ml-py is not installed)"
+            return
+        try:
+            module.nvmlInit()
+        except module.NVMLError as exc:
+            self.state = f"no NVIDIA GPU (NVML: {_nvml_reason(module, exc)})"
+            return
+        self._nvml = module
+        try:
+            count = module.nvmlDeviceGetCount()
+            self._handles = [module.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+        except module.NVMLError as exc:
+            self.close()
+            self.state = f"no NVIDIA GPU (NVML: {_nvml_reason(module, exc)})"
+            return
+        if not self._handles:
+            self.close()
+            self.state = "no NVIDIA GPU (NVML found no devices)"
+            return
+        for index, handle in enumerate(self._handles):
+            name = self._call(module.nvmlDeviceGetName, handle)
+            memory = self._call(module.nvmlDeviceGetMemoryInfo, handle)
+            self.devices.append(
+                GpuDevice(index, _text(name) if name is not None else f"GPU {index}", _int_attr(memory, "total"))
+            )
+        self.state = f"{len(self.devices)} NVIDIA GPU{'s' if len(self.devices) != 1 else ''} via NVML"
+
+    @property
+    def available(self) -> bool:
+        return self._nvml is not None
+
+    def _call(self, function: Callable[..., _T], *args: Any) -> _T | None:
+        """One NVML call; None when the device does not support it or it fails."""
+        try:
+            return function(*args)
+        except self._nvml.NVMLError:
+            return None
+
+    def sample(self) -> list[ObservedEvent]:
+        if self._nvml is None:
+            return []
+        now = self._clock()
+        samples: list[ObservedEvent] = []
+        for device, handle in zip(self.devices, self._handles, strict=True):
+            memory = self._call(self._nvml.nvmlDeviceGetMemoryInfo, handle)
+            rates = self._call(self._nvml.nvmlDeviceGetUtilizationRates, handle)
+            utilization = _int_attr(rates, "gpu")
+            samples.append(
+                GpuSample(
+                    t=now,
+                    index=device.index,
+                    name=device.name,
+                    used_bytes=_int_attr(memory, "used"),
+                    total_bytes=_int_attr(memory, "total"),
+                    utilization_pct=float(utilization) if utilization is not None else None,
+                    source="nvml",
+                )
+            )
+        return samples
+
+    def close(self) -> None:
+        if self._nvml is not None:
+            with contextlib.suppress(self._nvml.NVMLError):
+                self._nvml.nvmlShutdown()
+            self._nvml = None
+            self._handles = []
+            self.state = "closed"
+
+
+def _nvml_reason(module: Any, exc: BaseException) -> str:
+    """Short words for the NVML failures operators meet; NVML's own text otherwise."""
+    value = getattr(exc, "value", None)
+    if value == getattr(module, "NVML_ERROR_LIBRARY_NOT_FOUND", None):
+        return "library not found, no NVIDIA driver installed"
+    if value == getattr(module, "NVML_ERROR_DRIVER_NOT_LOADED", None):
+        return "driver not loaded"
+    if value == getattr(module, "NVML_ERROR_NO_PERMISSION", None):
+        return "no permission to read the GPUs"
+    return str(exc) or type(exc).__name__
+
+
+def _text(value: Any) -> str:
+    # Older NVML bindings return bytes for names.
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _int_attr(value: Any, name: str) -> int | None:
+    field = getattr(value, name, None)
+    return int(field) if isinstance(field, int) else None
+
+
+# --------------------------------------------------------------------------------------------
+# The loop
+# --------------------------------------------------------------------------------------------
+
+
+async def run_periodic(
+    sample: Callable[[], list[ObservedEvent]],
+    emit: Callable[[ObservedEvent], None],
+    interval: float,
+    stop: asyncio.Event,
+) -> None:
+    """Call ``sample`` in a thread every ``interval`` seconds and ``emit`` its events, until ``stop``.
+
+    The next call is armed only when the previous one finished (slow NVML or a loaded machine
+    stretches the period instead of piling calls up); ``emit`` runs on the event loop.
+    """
+    loop = asyncio.get_running_loop()
+    while not stop.is_set():
+        started = loop.time()
+        for event in await asyncio.to_thread(sample):
+            emit(event)
+        remaining = interval - (loop.time() - started)
+        if remaining > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), remaining)
+        else:
+            await asyncio.sleep(0)  # let the loop breathe when sampling takes the whole interval

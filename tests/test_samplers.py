@@ -1,0 +1,286 @@
+"""Samplers: process-tree RSS, cgroup figures, NVML absent or faked, and the periodic loop."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from cuzktui.events import GpuSample, MemorySample, ObservedEvent
+from cuzktui.samplers import GpuSampler, ProcessTreeSampler, run_periodic
+from cuzktui.units import GiB, MiB
+
+DATA = Path(__file__).parent / "data" / "cgroup"
+
+# A child holding ~50 MB that starts a grandchild holding ~30 MB; each prints "ready" once its
+# memory is touched, and both exit when their stdin closes.
+_GRANDCHILD = "import sys; d = b'g' * (30 << 20); print('ready', flush=True); sys.stdin.read()"
+_CHILD = f"""
+import subprocess, sys
+d = b'c' * (50 << 20)
+g = subprocess.Popen([sys.executable, '-c', {_GRANDCHILD!r}], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+g.stdout.readline()
+print(g.pid, flush=True)
+sys.stdin.read()
+g.stdin.close()
+g.wait()
+"""
+
+
+@pytest.fixture
+def tree() -> Iterator[tuple[subprocess.Popen[str], int]]:
+    with subprocess.Popen(
+        [sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as child:
+        assert child.stdout is not None and child.stdin is not None
+        grandchild = int(child.stdout.readline())
+        try:
+            yield child, grandchild
+        finally:
+            child.stdin.close()
+            child.wait(timeout=10)
+
+
+def _memory(events: list[ObservedEvent]) -> MemorySample:
+    (event,) = events
+    assert isinstance(event, MemorySample)
+    return event
+
+
+def test_rss_counts_the_whole_tree(tree: tuple[subprocess.Popen[str], int]) -> None:
+    child, grandchild = tree
+    whole = ProcessTreeSampler(child.pid).tree_rss()
+    child_only = ProcessTreeSampler(grandchild).tree_rss()
+    assert whole is not None and child_only is not None
+    assert whole >= 80 * MiB
+    assert child_only >= 30 * MiB
+    assert whole > child_only + 50 * MiB
+
+
+def test_dead_process_gives_no_rss_and_no_exception() -> None:
+    sampler = ProcessTreeSampler(99_999_999)  # beyond pid_max: never a live process
+    assert sampler.tree_rss() is None
+    assert _memory(sampler.sample()).rss_bytes is None
+
+
+def test_process_that_dies_after_the_sampler_started() -> None:
+    with subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE) as child:
+        sampler = ProcessTreeSampler(child.pid)
+        assert sampler.tree_rss() is not None
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait(timeout=10)
+    assert sampler.tree_rss() is None
+
+
+@pytest.mark.parametrize(
+    ("group", "usage", "limit"),
+    [
+        (DATA / "v1" / "sys" / "memory" / "docker" / "abc", GiB, 32 * GiB),
+        (DATA / "v2" / "sys" / "kubepods" / "pod1" / "ctr", 20 * GiB, 64 * GiB),
+    ],
+)
+def test_given_cgroup_dir_fills_usage_and_limit(group: Path, usage: int, limit: int) -> None:
+    sampler = ProcessTreeSampler(99_999_999, cgroup_dir=group, clock=lambda: 1234.5)
+    sampler.set_budget(200 * GiB, 70 * GiB)
+    sample = _memory(sampler.sample())
+    assert sample == MemorySample(
+        t=1234.5,
+        rss_bytes=None,
+        cgroup_usage_bytes=usage,
+        cgroup_limit_bytes=limit,
+        budget_total_bytes=200 * GiB,
+        budget_used_bytes=70 * GiB,
+    )
+
+
+def test_own_cgroup_of_the_process_is_followed() -> None:
+    sampler = ProcessTreeSampler(1234, proc_root=DATA / "v1" / "proc", cgroup_root=DATA / "v1" / "sys")
+    sample = _memory(sampler.sample())
+    assert (sample.cgroup_usage_bytes, sample.cgroup_limit_bytes) == (GiB, 32 * GiB)
+    assert (sample.budget_total_bytes, sample.budget_used_bytes) == (None, None)
+
+
+def test_missing_cgroup_dir_leaves_the_cgroup_fields_empty(tmp_path: Path) -> None:
+    sample = _memory(ProcessTreeSampler(99_999_999, cgroup_dir=tmp_path / "gone").sample())
+    assert (sample.cgroup_usage_bytes, sample.cgroup_limit_bytes) == (None, None)
+
+
+# --- NVML -----------------------------------------------------------------------------------
+
+
+def _nvml_works() -> str | None:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        pynvml.nvmlShutdown()
+    except Exception as exc:
+        return f"NVML not usable here: {exc}"
+    return None
+
+
+_NO_NVML = _nvml_works()
+
+
+class _FakeNvmlError(Exception):
+    def __init__(self, value: int) -> None:
+        super().__init__(f"NVML error {value}")
+        self.value = value
+
+
+def _fake_nvml(init_error: int | None = None, count: int = 2) -> Any:
+    """An NVML whose device 1 supports neither memory info nor utilisation."""
+    calls: list[str] = []
+
+    def unsupported(handle: int) -> Any:
+        if handle == 1:
+            raise _FakeNvmlError(3)
+        return None
+
+    def init() -> None:
+        calls.append("init")
+        if init_error is not None:
+            raise _FakeNvmlError(init_error)
+
+    def memory(handle: int) -> Any:
+        unsupported(handle)
+        return SimpleNamespace(total=80 * GiB, used=10 * GiB, free=70 * GiB)
+
+    def rates(handle: int) -> Any:
+        unsupported(handle)
+        return SimpleNamespace(gpu=87, memory=40)
+
+    return SimpleNamespace(
+        NVMLError=_FakeNvmlError,
+        NVML_ERROR_LIBRARY_NOT_FOUND=12,
+        NVML_ERROR_DRIVER_NOT_LOADED=9,
+        NVML_ERROR_NO_PERMISSION=4,
+        calls=calls,
+        nvmlInit=init,
+        nvmlShutdown=lambda: calls.append("shutdown"),
+        nvmlDeviceGetCount=lambda: count,
+        nvmlDeviceGetHandleByIndex=lambda i: i,
+        nvmlDeviceGetName=lambda h: b"NVIDIA H200" if h == 0 else "NVIDIA H100",
+        nvmlDeviceGetMemoryInfo=memory,
+        nvmlDeviceGetUtilizationRates=rates,
+    )
+
+
+@pytest.mark.skipif(_NO_NVML is None, reason="this machine has a working NVML")
+def test_without_nvml_the_state_says_why_and_nothing_is_sampled() -> None:
+    sampler = GpuSampler()
+    assert not sampler.available
+    assert sampler.state.startswith("no NVIDIA GPU (")
+    assert sampler.sample() == []
+    assert sampler.devices == []
+    sampler.close()
+
+
+@pytest.mark.parametrize(
+    ("error", "words"),
+    [(9, "no NVIDIA GPU (NVML: driver not loaded)"), (12, "no NVIDIA GPU (NVML: library not found")],
+)
+def test_nvml_init_failures_become_a_state(error: int, words: str) -> None:
+    fake = _fake_nvml(init_error=error)
+    sampler = GpuSampler(nvml=fake)
+    assert sampler.state.startswith(words)
+    assert sampler.sample() == []
+
+
+def test_no_devices_is_a_state_and_nvml_is_shut_down() -> None:
+    fake = _fake_nvml(count=0)
+    sampler = GpuSampler(nvml=fake)
+    assert sampler.state == "no NVIDIA GPU (NVML found no devices)"
+    assert fake.calls == ["init", "shutdown"]
+
+
+def test_unsupported_functions_are_none_per_device() -> None:
+    fake = _fake_nvml()
+    sampler = GpuSampler(nvml=fake, clock=lambda: 7.0)
+    assert sampler.state == "2 NVIDIA GPUs via NVML"
+    assert [d.name for d in sampler.devices] == ["NVIDIA H200", "NVIDIA H100"]
+    assert sampler.sample() == [
+        GpuSample(t=7.0, index=0, name="NVIDIA H200", used_bytes=10 * GiB, total_bytes=80 * GiB, utilization_pct=87.0),
+        GpuSample(t=7.0, index=1, name="NVIDIA H100", used_bytes=None, total_bytes=None, utilization_pct=None),
+    ]
+    sampler.close()
+    sampler.close()
+    assert fake.calls == ["init", "shutdown"]  # initialised once, shut down once
+    assert sampler.sample() == []
+
+
+@pytest.mark.skipif(_NO_NVML is not None, reason=_NO_NVML or "")
+def test_real_gpus_are_sampled() -> None:
+    sampler = GpuSampler()
+    try:
+        assert sampler.available, sampler.state
+        samples = sampler.sample()
+        assert len(samples) == len(sampler.devices) >= 1
+        for sample in samples:
+            assert isinstance(sample, GpuSample) and sample.source == "nvml"
+            assert sample.name and sample.total_bytes and sample.total_bytes > GiB
+            assert sample.used_bytes is not None and 0 <= sample.used_bytes <= sample.total_bytes
+    finally:
+        sampler.close()
+
+
+# --- run_periodic ---------------------------------------------------------------------------
+
+
+async def test_periodic_sampling_never_overlaps_and_emits_on_the_loop() -> None:
+    stop = asyncio.Event()
+    loop_thread = threading.get_ident()
+    active, most_active, emitted = 0, 0, []
+    lock = threading.Lock()
+    calls = 0
+
+    def sample() -> list[ObservedEvent]:
+        nonlocal active, most_active, calls
+        with lock:
+            active += 1
+            most_active = max(most_active, active)
+            calls += 1
+            n = calls
+        threading.Event().wait(0.005)  # a slow sampler, longer than the interval
+        with lock:
+            active -= 1
+        return [MemorySample(t=float(n), rss_bytes=n)]
+
+    def emit(event: ObservedEvent) -> None:
+        assert threading.get_ident() == loop_thread
+        emitted.append(event)
+        if len(emitted) == 5:
+            stop.set()
+
+    await asyncio.wait_for(run_periodic(sample, emit, 0.001, stop), 10)
+    assert most_active == 1
+    assert [e.t for e in emitted] == [1.0, 2.0, 3.0, 4.0, 5.0]
+
+
+async def test_periodic_stops_promptly_during_a_long_interval() -> None:
+    stop = asyncio.Event()
+    emitted: list[ObservedEvent] = []
+
+    def emit(event: ObservedEvent) -> None:
+        emitted.append(event)
+        # Stop while the loop is already waiting out its hour-long interval.
+        asyncio.get_running_loop().call_later(0.05, stop.set)
+
+    await asyncio.wait_for(run_periodic(lambda: [MemorySample(t=0.0, rss_bytes=1)], emit, 3600, stop), 10)
+    assert len(emitted) == 1
+
+
+async def test_periodic_does_nothing_when_already_stopped() -> None:
+    stop = asyncio.Event()
+    stop.set()
+    called: list[bool] = []
+    await run_periodic(lambda: called.append(True) or [], lambda e: None, 0.01, stop)
+    assert called == []
