@@ -1,0 +1,390 @@
+"""Session directories: the recorder, and the one reader used for live following and replay.
+
+A session directory (``user_state_dir("cuzk-tui")/sessions/<YYYYmmdd-HHMMSS>-<label>``, mode
+0700, every file 0600) holds:
+
+* ``daemon.log`` — the daemon's stdout and stderr, written by the daemon itself (the supervisor
+  hands it the file, opened O_APPEND; several daemon runs follow one another in it);
+* ``config/v001.toml``, ``v002.toml`` … — every config version the daemon was started with;
+* ``events.jsonl`` — observed events (:func:`events.to_record`), one JSON object per line, each
+  appended with a single ``write`` on an O_APPEND descriptor, so the TUI and a benchmark runner
+  in another process can record into the same session without interleaving;
+* ``meta.json`` — host, GPUs, cgroup, memcheck report, tool version, creation time, mode.
+
+:class:`SessionFollower` turns the two growing files back into events. The TUI polls it while
+a session is live and :func:`iter_session_events` drains it once for replay and export, so live
+and replay go through the same parsing and the same merge.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import heapq
+import json
+import os
+import platform
+import time
+import typing
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from operator import itemgetter
+from pathlib import Path
+from typing import Any, Final
+
+from platformdirs import user_state_dir
+
+from . import events as ev
+from .events import Stream
+from .logparse import parse_line
+
+DAEMON_LOG: Final = "daemon.log"
+EVENTS_FILE: Final = "events.jsonl"
+META_FILE: Final = "meta.json"
+CONFIG_DIR: Final = "config"
+DIR_MODE: Final = 0o700
+FILE_MODE: Final = 0o600
+_READ_CHUNK: Final = 1 << 22
+
+
+def sessions_root() -> Path:
+    """Where sessions live unless a directory is given explicitly."""
+    return Path(user_state_dir("cuzk-tui")) / "sessions"
+
+
+def tool_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("cuzk-tui")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _private_dir(path: Path) -> None:
+    """Create ``path`` (and missing parents) as 0700 directories; tighten it if it exists."""
+    path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    os.chmod(path, DIR_MODE)
+
+
+def open_private_append(path: Path) -> int:
+    """An O_APPEND write descriptor on ``path``, created 0600 if missing."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+    os.fchmod(fd, FILE_MODE)
+    return fd
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """Replace ``path`` atomically with a 0600 file holding ``data``."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+class SessionWriter:
+    """Records into one session directory (creating it 0700 if needed)."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        _private_dir(self.path)
+        _private_dir(self.config_dir)
+        self._events_fd: int | None = None
+
+    @classmethod
+    def create(
+        cls, label: str = "session", *, directory: Path | str | None = None, root: Path | str | None = None,
+        mode: str = "engine",
+    ) -> SessionWriter:  # fmt: skip
+        """A new session: ``directory`` if given (may exist), else a fresh timestamped one under ``root``."""
+        if directory is not None:
+            session = cls(directory)
+        else:
+            base = Path(root) if root is not None else sessions_root()
+            _private_dir(base)
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in label) or "session"
+            for n in range(1, 1000):
+                candidate = base / (f"{stamp}-{safe}" if n == 1 else f"{stamp}-{safe}-{n}")
+                try:
+                    candidate.mkdir(mode=DIR_MODE)
+                except FileExistsError:
+                    continue
+                break
+            else:
+                raise FileExistsError(f"no free session directory name under {base}")
+            session = cls(candidate)
+        if not session.meta_path.exists():
+            session.write_meta(
+                {
+                    "label": label,
+                    "mode": mode,
+                    "created": time.time(),
+                    "created_iso": datetime.now().astimezone().isoformat(timespec="seconds"),
+                    "host": platform.node(),
+                    "tool_version": tool_version(),
+                }
+            )
+        return session
+
+    @property
+    def daemon_log_path(self) -> Path:
+        return self.path / DAEMON_LOG
+
+    @property
+    def events_path(self) -> Path:
+        return self.path / EVENTS_FILE
+
+    @property
+    def meta_path(self) -> Path:
+        return self.path / META_FILE
+
+    @property
+    def config_dir(self) -> Path:
+        return self.path / CONFIG_DIR
+
+    def open_daemon_log(self) -> int:
+        """A fresh O_APPEND descriptor on daemon.log for a daemon's stdout and stderr (caller closes)."""
+        return open_private_append(self.daemon_log_path)
+
+    def append_event(self, event: ev.ObservedEvent) -> None:
+        """Append one event as one JSON line in a single write (safe with other appending processes)."""
+        if self._events_fd is None:
+            self._events_fd = open_private_append(self.events_path)
+        line = json.dumps(ev.to_record(event), ensure_ascii=False, separators=(",", ":")) + "\n"
+        os.write(self._events_fd, line.encode("utf-8"))
+
+    def add_config_version(self, text: str) -> tuple[int, Path]:
+        """Store the next config version (``config/vNNN.toml``); returns (version, path)."""
+        data = text.encode("utf-8")
+        version = len(self.config_versions()) + 1
+        while True:
+            path = self.config_dir / f"v{version:03d}.toml"
+            try:
+                # O_EXCL: a second process adding a version at the same time takes the next number.
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
+            except FileExistsError:
+                version += 1
+                continue
+            try:
+                os.fchmod(fd, FILE_MODE)
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+            return version, path
+
+    def config_versions(self) -> list[Path]:
+        return sorted(self.config_dir.glob("v[0-9][0-9][0-9]*.toml"))
+
+    def read_meta(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.meta_path.read_text("utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def write_meta(self, fields: Mapping[str, Any]) -> None:
+        """Merge ``fields`` into meta.json (host, gpus, cgroup, memcheck, mode, …), replacing it atomically."""
+        meta = self.read_meta()
+        meta.update(fields)
+        _write_private(self.meta_path, (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+
+    def close(self) -> None:
+        if self._events_fd is not None:
+            os.close(self._events_fd)
+            self._events_fd = None
+
+
+# --------------------------------------------------------------------------------------------
+# Reading a session back
+# --------------------------------------------------------------------------------------------
+
+_Keyed = tuple[float, ev.Event]
+
+
+class _Tail:
+    """Whole lines appended to one file since the last read; a partial last line waits for its end."""
+
+    def __init__(self, path: Path, offset: int = 0) -> None:
+        self.path = path
+        self._offset = offset
+        self._partial = b""
+        self.line_number = 0
+
+    def lines(self, final: bool) -> Iterator[bytes]:
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return
+        try:
+            while chunk := os.pread(fd, _READ_CHUNK, self._offset):
+                self._offset += len(chunk)
+                parts = (self._partial + chunk).split(b"\n")
+                self._partial = parts.pop()
+                for line in parts:
+                    self.line_number += 1
+                    yield line
+        finally:
+            os.close(fd)
+        if final and self._partial:
+            line, self._partial = self._partial, b""
+            self.line_number += 1
+            yield line
+
+
+class LogFollower:
+    """A daemon log → log events keyed by time; lines without a timestamp take their predecessor's.
+
+    ``offset`` starts the reading at a byte offset (e.g. where one daemon run began).
+    """
+
+    def __init__(self, path: Path, offset: int = 0) -> None:
+        self._tail = _Tail(path, offset)
+        self._key = 0.0
+
+    def read(self, final: bool) -> Iterator[_Keyed]:
+        for raw in self._tail.lines(final):
+            event = parse_line(raw.decode("utf-8", "replace").rstrip("\r"), Stream.UNKNOWN)
+            ts = getattr(event, "ts", None)
+            if isinstance(ts, float) and ts > self._key:
+                self._key = ts
+            yield self._key, event
+
+    def poll(self) -> list[ev.LogEvent]:
+        return [typing.cast(ev.LogEvent, event) for _, event in self.read(final=False)]
+
+
+class _EventsReader:
+    """events.jsonl → observed events; the first damaged line becomes a Notice and ends the reading."""
+
+    def __init__(self, path: Path) -> None:
+        self._tail = _Tail(path)
+        self._key = 0.0
+        self._damaged = False
+
+    def read(self, final: bool) -> Iterator[_Keyed]:
+        if self._damaged:
+            return
+        for raw in self._tail.lines(final):
+            if not raw.strip():
+                continue
+            try:
+                event = ev.from_record(json.loads(raw))
+            except (ValueError, ev.RecordError) as error:
+                self._damaged = True
+                text = (
+                    f"{self._tail.path}: line {self._tail.line_number} is damaged ({error}); "
+                    "events after it were not read"
+                )
+                yield self._key, ev.Notice(t=self._key, level="error", text=text)
+                return
+            if event.t > self._key:
+                self._key = event.t
+            yield self._key, event
+
+
+class SessionFollower:
+    """New events of a session since the last :meth:`poll`, from daemon.log and events.jsonl.
+
+    Each poll merges the two files' new events by time (log lines by their printed timestamp,
+    TIMELINE and other unstamped lines by their predecessor's, observed events by ``t``) while
+    keeping each file's own order. ``log_path`` overrides daemon.log (attached daemons log elsewhere).
+    """
+
+    def __init__(self, directory: Path | str, log_path: Path | str | None = None) -> None:
+        self.path = Path(directory)
+        self._log = LogFollower(Path(log_path) if log_path is not None else self.path / DAEMON_LOG)
+        self._events = _EventsReader(self.path / EVENTS_FILE)
+
+    def iter_new(self, final: bool = False) -> Iterator[ev.Event]:
+        """Lazily merged new events; ``final`` also takes an unterminated last line (end of a replay)."""
+        for _, event in heapq.merge(self._log.read(final), self._events.read(final), key=itemgetter(0)):
+            yield event
+
+    def poll(self) -> list[ev.Event]:
+        return list(self.iter_new())
+
+
+def iter_session_events(directory: Path | str, log_path: Path | str | None = None) -> Iterator[ev.Event]:
+    """Every event of a recorded session in time order (replay and export)."""
+    return SessionFollower(directory, log_path).iter_new(final=True)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    path: Path
+    label: str
+    created: float
+    mode: str
+    proofs_completed: int
+    size_bytes: int
+
+
+def _completed_proofs(events_path: Path) -> int:
+    count = 0
+    with contextlib.suppress(FileNotFoundError), events_path.open("rb") as f:
+        for raw in f:
+            # Cheap prefilter: only ProofFinished lines need decoding.
+            if b'"ProofFinished"' not in raw:
+                continue
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                break
+            if isinstance(record, dict) and record.get("status") == "COMPLETED":
+                count += 1
+    return count
+
+
+def _tree_size(path: Path) -> int:
+    total = 0
+    for entry in path.rglob("*"):
+        with contextlib.suppress(OSError):
+            if entry.is_file():
+                total += entry.stat().st_size
+    return total
+
+
+def read_session_info(path: Path) -> SessionInfo | None:
+    """Summary of one session directory; None when it is not one."""
+    try:
+        meta = json.loads((path / META_FILE).read_text("utf-8"))
+    except FileNotFoundError:
+        if not (path / EVENTS_FILE).exists() and not (path / DAEMON_LOG).exists():
+            return None
+        meta = {}
+    except (OSError, ValueError):
+        meta = {}
+    if not isinstance(meta, dict):
+        meta = {}
+    created = meta.get("created")
+    if not isinstance(created, int | float):
+        try:
+            created = path.stat().st_mtime
+        except OSError as error:
+            if error.errno == errno.ENOENT:
+                return None
+            raise
+    return SessionInfo(
+        path=path,
+        label=str(meta.get("label", path.name)),
+        created=float(created),
+        mode=str(meta.get("mode", "unknown")),
+        proofs_completed=_completed_proofs(path / EVENTS_FILE),
+        size_bytes=_tree_size(path),
+    )
+
+
+def list_sessions(root: Path | str | None = None) -> list[SessionInfo]:
+    """Every session under ``root`` (default: the sessions directory), oldest first."""
+    base = Path(root) if root is not None else sessions_root()
+    if not base.is_dir():
+        return []
+    infos = [info for child in base.iterdir() if child.is_dir() and (info := read_session_info(child)) is not None]
+    return sorted(infos, key=lambda info: (info.created, info.path.name))

@@ -1,0 +1,138 @@
+"""Session recording and the one reader behind live following and replay."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+from cuzktui import events as ev
+from cuzktui.commands.sessions import format_sessions
+from cuzktui.session import SessionFollower, SessionWriter, iter_session_events, list_sessions
+
+STARTED = "2026-05-01T07:00:00.000000Z  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true\n"
+ASSEMBLED = (
+    "2026-05-01T07:00:05.000000Z  INFO cuzk_core::engine: Phase 7: all partitions complete, proof assembled "
+    "job_id=porep-1000-1 proof_len=1920 total_ms=5000 synth_ms=400 gpu_ms=30\n"
+)
+T0 = 1777618800.0  # 2026-05-01T07:00:00Z
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def _append(path: Path, text: str) -> None:
+    with path.open("a", encoding="utf-8") as f:
+        f.write(text)
+
+
+def test_a_session_is_private(tmp_path: Path) -> None:
+    session = SessionWriter.create("bench porep", root=tmp_path / "sessions")
+    session.append_event(ev.Notice(T0, "info", "hello"))
+    _, config = session.add_config_version("[pipeline]\nmax_parallel_synthesis = 4\n")
+    fd = session.open_daemon_log()
+    os.close(fd)
+    assert session.path.parent == tmp_path / "sessions"
+    assert session.path.name.endswith("-bench-porep")
+    assert _mode(tmp_path / "sessions") == 0o700
+    assert _mode(session.path) == 0o700
+    assert _mode(session.config_dir) == 0o700
+    for path in (session.events_path, session.meta_path, config, session.daemon_log_path):
+        assert _mode(path) == 0o600, path
+
+
+def test_config_versions_are_numbered_and_kept(tmp_path: Path) -> None:
+    session = SessionWriter(tmp_path / "s")
+    first = session.add_config_version("a = 1\n")
+    second = SessionWriter(tmp_path / "s").add_config_version("a = 2\n")  # another writer, e.g. the bench runner
+    assert first == (1, tmp_path / "s" / "config" / "v001.toml")
+    assert second == (2, tmp_path / "s" / "config" / "v002.toml")
+    assert [p.read_text() for p in session.config_versions()] == ["a = 1\n", "a = 2\n"]
+
+
+def test_events_round_trip_one_json_object_per_line(tmp_path: Path) -> None:
+    session = SessionWriter(tmp_path / "s")
+    exited = ev.DaemonExited(T0, 42, -9, 9, "oom_kill", ("killed by SIGKILL", "oom_kill 0 → 1"))
+    session.append_event(exited)
+    session.append_event(ev.Notice(T0 + 1, "warning", "two\nlines"))
+    lines = session.events_path.read_text("utf-8").splitlines()
+    assert [json.loads(line)["type"] for line in lines] == ["DaemonExited", "Notice"]
+    assert list(iter_session_events(session.path)) == [exited, ev.Notice(T0 + 1, "warning", "two\nlines")]
+
+
+def test_the_follower_returns_only_new_events_and_waits_for_whole_lines(tmp_path: Path) -> None:
+    session = SessionWriter(tmp_path / "s")
+    follower = SessionFollower(session.path)
+    assert follower.poll() == []
+    _append(session.daemon_log_path, STARTED + ASSEMBLED[:40])
+    first = follower.poll()
+    assert [type(e) for e in first] == [ev.EngineStarted]
+    _append(session.daemon_log_path, ASSEMBLED[40:])
+    session.append_event(ev.Notice(T0 + 10, "info", "after"))
+    second = follower.poll()
+    assert [type(e) for e in second] == [ev.ProofAssembled, ev.Notice]
+    assert isinstance(second[0], ev.ProofAssembled) and second[0].job_id == "porep-1000-1"
+    assert follower.poll() == []
+
+
+def test_log_and_observed_events_are_merged_in_time_order(tmp_path: Path) -> None:
+    session = SessionWriter(tmp_path / "s")
+    session.append_event(ev.DaemonLaunched(T0 - 1, "engine", 7, ("cuzk-engine",), None, "unix:///x", None))
+    session.append_event(ev.ProofSubmitted(T0 + 1, "b", "porep-1000-1", "porep"))
+    session.append_event(ev.DaemonExited(T0 + 9, 7, -15, 15, "signal", ()))
+    timeline = "TIMELINE,1500,SYNTH_START,porep-1000-1,partition=0\n"
+    _append(session.daemon_log_path, STARTED + timeline + ASSEMBLED)
+    kinds = [type(e).__name__ for e in iter_session_events(session.path)]
+    # The TIMELINE line has no timestamp and stays right after its predecessor.
+    assert kinds == [
+        "DaemonLaunched", "EngineStarted", "TimelineEvent", "ProofSubmitted", "ProofAssembled", "DaemonExited",
+    ]  # fmt: skip
+
+
+def test_a_damaged_event_file_replays_up_to_the_damage_and_says_where(tmp_path: Path) -> None:
+    session = SessionWriter(tmp_path / "s")
+    good = [ev.ProofSubmitted(T0 + i, "b", f"porep-1000-{i}", "porep") for i in range(3)]
+    for event in good[:2]:
+        session.append_event(event)
+    with session.events_path.open("ab") as f:
+        f.write(b'{"type": "ProofSubmitted", "t": 17776\n')  # cut short by a crash
+    session.append_event(good[2])
+    replayed = list(iter_session_events(session.path))
+    assert replayed[:2] == good[:2]
+    assert len(replayed) == 3
+    notice = replayed[2]
+    assert isinstance(notice, ev.Notice) and notice.level == "error"
+    assert f"{session.events_path}: line 3 is damaged" in notice.text
+
+
+def test_a_truncated_last_line_is_damage_at_the_end_of_a_replay_but_pending_when_live(tmp_path: Path) -> None:
+    session = SessionWriter(tmp_path / "s")
+    session.append_event(ev.Notice(T0, "info", "kept"))
+    with session.events_path.open("ab") as f:
+        f.write(b'{"type": "Notice", "t": 1777618801.0, "lev')
+    assert SessionFollower(session.path).poll() == [ev.Notice(T0, "info", "kept")]
+    replayed = list(iter_session_events(session.path))
+    assert replayed[0] == ev.Notice(T0, "info", "kept")
+    assert isinstance(replayed[1], ev.Notice) and "line 2 is damaged" in replayed[1].text
+
+
+def test_sessions_are_listed_with_their_completed_proofs(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    older = SessionWriter.create("one", root=root, mode="engine")
+    newer = SessionWriter.create("two", root=root, mode="real")
+    older.write_meta({"created": T0})
+    newer.write_meta({"created": T0 + 60})
+    for status in ("COMPLETED", "COMPLETED", "FAILED"):
+        newer.append_event(ev.ProofFinished(T0, "b", "j", "porep", status))  # type: ignore[arg-type]
+    (root / "not-a-session").mkdir()
+    infos = list_sessions(root)
+    assert [(i.path, i.mode, i.proofs_completed) for i in infos] == [
+        (older.path, "engine", 0),
+        (newer.path, "real", 2),
+    ]
+    assert infos[1].size_bytes >= newer.events_path.stat().st_size
+    table = format_sessions(infos).splitlines()
+    assert table[0].split() == ["CREATED", "MODE", "PROOFS", "SIZE", "SESSION"]
+    assert table[2].endswith(str(newer.path)) and " real " in table[2]
