@@ -1,0 +1,349 @@
+"""What this machine can really give the daemon, and the knob values that follow from it.
+
+The daemon's own sizing (``total_budget = "auto"`` = MemTotal − 5 GiB) ignores the cgroup
+limit of a container and budgets *reservations* (14 GiB per PoRep partition), while the kernel
+kills on *RSS* (≈ 69 GiB + 20 GiB per concurrent partition, daemon_facts). The memcheck report
+puts the two side by side; :func:`cgroup_aware_budget` is the budget that keeps the measured
+peak under the memory really available; :func:`recommend` turns the machine's shape into knob
+values with the reasoning in words and figures.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from .daemon_facts import (
+    DEFAULT_MAX_PARALLEL_SYNTHESIS,
+    DEFAULT_SAFETY_MARGIN,
+    DOCUMENTED_TIERS,
+    KINDS,
+    MEASURED_BASE_RSS,
+    MEASURED_RSS_PER_PARTITION,
+    PARTITION_BUDGET_UNIT,
+    ProofKind,
+    partitions_that_fit,
+    peak_rss_estimate,
+)
+from .samplers import GpuDevice, GpuSampler
+from .system import (
+    CGROUP,
+    PROC,
+    CgroupMemory,
+    cpu_count,
+    cpu_quota,
+    host_mem_total,
+    memlock_limit,
+    memory_cgroup_of,
+)
+from .units import GiB, format_size
+
+POREP: Final = KINDS[ProofKind.POREP_SEAL_COMMIT]
+SNAP: Final = KINDS[ProofKind.SNAP_DEALS_UPDATE]
+# What a PoRep daemon holds before any partition: its SRS and, once extracted, its PCE.
+BASE_RESERVATION: Final = POREP.srs_bytes + POREP.pce_bytes
+# One pinned PoRep partition checks out three a/b/c buffers of 4,168,923,808 bytes (§6.6).
+PINNED_ABC_PER_PARTITION: Final = 3 * 4_168_923_808
+# Partitions per GPU at which synthesis keeps a GPU busy enough for a second worker (§3.10).
+GPU_BUSY_PARTITIONS: Final = 10
+RECOMMENDED_GPU_THREADS: Final = 32
+RECOMMENDED_QUEUE_DEPTH: Final = 8
+# Cores one partition synthesis should have at least: the source's best value, 18 syntheses
+# on a 64-core host, is ~3.6 cores each; fewer only adds contention.
+CORES_PER_SYNTHESIS: Final = 4
+
+
+def cgroup_aware_budget(effective_ram_bytes: int) -> int:
+    """The ``total_budget`` that keeps the measured peak RSS under ``effective_ram_bytes``.
+
+    SRS + PCE plus one 14 GiB reservation per partition that fits under the measured model
+    (69 GiB + 20 GiB per partition, 5 GiB margin), rounded up to whole GiB so it can be written
+    as ``"<N>GiB"`` exactly (the rounding is < 1 GiB, never room for another partition). Pass
+    nominal bytes (real limit ÷ memory_scale) when the daemon is the engine.
+    """
+    exact = BASE_RESERVATION + PARTITION_BUDGET_UNIT * partitions_that_fit(effective_ram_bytes)
+    return math.ceil(exact / GiB) * GiB
+
+
+def partitions_in_budget(budget_bytes: int, kind: ProofKind) -> int:
+    """Concurrent partitions of ``kind`` a budget admits once that kind's SRS and PCE are resident."""
+    facts = KINDS[kind]
+    return max(0, (budget_bytes - facts.srs_bytes - facts.pce_bytes) // facts.full_reservation)
+
+
+def auto_budget(host_mem_total_bytes: int) -> int:
+    """What the daemon's ``total_budget = "auto"`` gives: MemTotal − safety_margin, cgroup ignored."""
+    return host_mem_total_bytes - DEFAULT_SAFETY_MARGIN
+
+
+# --------------------------------------------------------------------------------------------
+# Knob recommendations
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Recommendation:
+    section: str
+    key: str
+    value: int | str
+    reasoning: str
+
+
+def _tier_parallelism(ram_bytes: int) -> int | None:
+    """max_parallel_synthesis read off the documented tiers, linear between them; None below the first."""
+    gib = ram_bytes / GiB
+    tiers = DOCUMENTED_TIERS
+    if gib < tiers[0].ram_gib:
+        return None
+    for low, high in itertools.pairwise(tiers):
+        if gib < high.ram_gib:
+            share = (gib - low.ram_gib) / (high.ram_gib - low.ram_gib)
+            return math.floor(
+                low.max_parallel_synthesis + share * (high.max_parallel_synthesis - low.max_parallel_synthesis)
+            )
+    return tiers[-1].max_parallel_synthesis
+
+
+def recommend(effective_ram_bytes: int, cpus: int, gpus: int) -> list[Recommendation]:
+    """Knob values for a machine of this shape, each with its reasoning."""
+    gpus = max(1, gpus)  # the daemon falls back to GPU 0 when it finds none
+    fit = partitions_that_fit(effective_ram_bytes)
+    budget = cgroup_aware_budget(effective_ram_bytes)
+    ram = format_size(effective_ram_bytes)
+    tier = _tier_parallelism(effective_ram_bytes)
+    cpu_cap = max(1, cpus // CORES_PER_SYNTHESIS)
+    parallel = max(1, min(fit, cpu_cap, tier if tier is not None else fit))
+    per_gpu = parallel / gpus
+    busy = per_gpu >= GPU_BUSY_PARTITIONS
+
+    budget_reason = (
+        f"keeps the measured peak RSS ({format_size(MEASURED_BASE_RSS)} + "
+        f"{format_size(MEASURED_RSS_PER_PARTITION)} per partition = {format_size(peak_rss_estimate(fit))} "
+        f"at {fit} partitions) under {ram} with a {format_size(DEFAULT_SAFETY_MARGIN)} margin: "
+        f"SRS + PCE {format_size(BASE_RESERVATION)} + {fit} × {format_size(PARTITION_BUDGET_UNIT)}"
+    )
+    if fit == 0:
+        budget_reason += (
+            f"; {ram} does not hold SRS + PCE and one partition under the measured model "
+            f"({format_size(peak_rss_estimate(1) + DEFAULT_SAFETY_MARGIN)} needed): expect OOM kills"
+        )
+    limits = [f"memory allows {fit}", f"{cpus} CPUs allow {cpu_cap} at {CORES_PER_SYNTHESIS} cores each"]
+    if tier is not None:
+        limits.append(f"the documented RAM tiers give {tier} (throughput stops improving past 12; 30 collapses)")
+    parallel_reason = f"{parallel} = the smallest of: " + "; ".join(limits)
+    if parallel >= DEFAULT_MAX_PARALLEL_SYNTHESIS:
+        parallel_reason += f" (the daemon's default is {DEFAULT_MAX_PARALLEL_SYNTHESIS})"
+
+    workers_reason = f"{per_gpu:g} concurrent partitions per GPU " + (
+        f"≥ {GPU_BUSY_PARTITIONS}: synthesis keeps the GPU busy, so a second worker overlaps its CPU "
+        "prep with the other's kernels (docs: ≈ +6 %; 3 or more is no better)"
+        if busy
+        else f"< {GPU_BUSY_PARTITIONS}: the GPU waits for synthesis, a second worker gains nothing"
+    )
+    queue = min(RECOMMENDED_QUEUE_DEPTH, parallel) if busy else 0
+    queue_reason = (
+        f"synthesis outpaces the GPU; pacing to about {queue} waiting partitions keeps fewer "
+        f"synthesized partitions (~16 GiB RSS each) parked in RAM (docs: 8 is a good start)"
+        if busy
+        else "the GPU is synthesis-starved, so pacing would only delay dispatch (0 = no pacing)"
+    )
+    split = busy and cpus > RECOMMENDED_GPU_THREADS
+    gpu_threads = RECOMMENDED_GPU_THREADS if split else 0
+    gpu_threads_reason = (
+        f"under high concurrency a {RECOMMENDED_GPU_THREADS}-thread pool shrinks b_g2_msm buckets "
+        "(~1.1 GiB → ~192 MB) and leaves cores to synthesis (docs: +3.4 %)"
+        if split
+        else "0 = all CPUs: at this concurrency prep_msm/b_g2_msm do not compete with synthesis for long"
+    )
+    synth_threads = cpus - RECOMMENDED_GPU_THREADS if split else 0
+    synth_reason = (
+        f"{cpus} CPUs split between synthesis ({synth_threads}) and the GPU pool ({RECOMMENDED_GPU_THREADS}), "
+        "as the docs suggest when both run at once"
+        if split
+        else "0 = all available CPUs (the daemon's count respects affinity and cgroup quota)"
+    )
+    return [
+        Recommendation("memory", "total_budget", f"{budget // GiB}GiB", budget_reason),
+        Recommendation("pipeline", "max_parallel_synthesis", parallel, parallel_reason),
+        Recommendation("gpus", "gpu_workers_per_device", 2 if busy else 1, workers_reason),
+        Recommendation("pipeline", "max_gpu_queue_depth", queue, queue_reason),
+        Recommendation("gpus", "gpu_threads", gpu_threads, gpu_threads_reason),
+        Recommendation("synthesis", "threads", synth_threads, synth_reason),
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# The memcheck report
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MemcheckReport:
+    effective_ram_bytes: int
+    host_mem_total_bytes: int
+    cgroup_version: int | None
+    cgroup_path: str | None
+    cgroup_limit_bytes: int | None
+    cgroup_usage_bytes: int | None
+    auto_budget_bytes: int  # what total_budget = "auto" gives (cgroup ignored)
+    recommended_budget_bytes: int  # cgroup_aware_budget(effective RAM)
+    memlock_bytes: int | None  # None = unlimited
+    max_porep_partitions: int  # under the recommended budget
+    max_snap_partitions: int
+    suggested_bench_concurrency: int
+    cpus: int
+    cpu_quota: float | None
+    gpus: tuple[GpuDevice, ...]
+    gpu_state: str
+    recommendations: tuple[Recommendation, ...]
+    warnings: tuple[str, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["gpus"] = [asdict(g) for g in self.gpus]
+        data["recommendations"] = [asdict(r) for r in self.recommendations]
+        data["warnings"] = list(self.warnings)
+        return data
+
+    def render(self) -> str:
+        """The report as text for a terminal."""
+
+        def size(n: int | None, none: str) -> str:
+            return none if n is None else format_size(n)
+
+        cgroup = (
+            f"v{self.cgroup_version} {self.cgroup_path}, limit {size(self.cgroup_limit_bytes, 'none')}, "
+            f"usage {size(self.cgroup_usage_bytes, 'unknown')}"
+            if self.cgroup_version is not None
+            else "no memory cgroup"
+        )
+        quota = f", cgroup quota {self.cpu_quota:g} CPUs" if self.cpu_quota is not None else ""
+        gpus = "; ".join(f"{g.index}: {g.name} ({size(g.total_bytes, '? memory')})" for g in self.gpus)
+        lines = [
+            f"effective RAM       {format_size(self.effective_ram_bytes)}",
+            f"host MemTotal       {format_size(self.host_mem_total_bytes)}",
+            f"cgroup              {cgroup}",
+            f'budget "auto"       {format_size(self.auto_budget_bytes)} '
+            "(MemTotal − 5 GiB; the daemon ignores the cgroup)",
+            f"budget recommended  {format_size(self.recommended_budget_bytes)}",
+            f"memlock limit       {size(self.memlock_bytes, 'unlimited')}",
+            f"max partitions      PoRep {self.max_porep_partitions}, SnapDeals {self.max_snap_partitions} "
+            "(concurrent, under the recommended budget)",
+            f"bench concurrency   {self.suggested_bench_concurrency} PoRep proofs in flight",
+            f"CPUs                {self.cpus}{quota}",
+            f"GPUs                {self.gpu_state}" + (f": {gpus}" if gpus else ""),
+            "",
+            "recommended knobs:",
+        ]
+        for r in self.recommendations:
+            value = f'"{r.value}"' if isinstance(r.value, str) else str(r.value)
+            lines.append(f"  [{r.section}] {r.key} = {value}")
+            lines.append(f"      {r.reasoning}")
+        if self.warnings:
+            lines += ["", "warnings:", *(f"  ! {w}" for w in self.warnings)]
+        return "\n".join(lines)
+
+
+def _exposed(address: str) -> bool:
+    host = address.rsplit(":", 1)[0] if ":" in address else ""
+    return host in ("0.0.0.0", "[::]")
+
+
+def make_report(
+    *,
+    host_mem_total_bytes: int,
+    cgroup: CgroupMemory | None,
+    memlock_bytes: int | None,
+    cpus: int,
+    cpu_quota: float | None,
+    gpus: Sequence[GpuDevice],
+    gpu_state: str,
+    listen_addresses: Sequence[str] = (),
+) -> MemcheckReport:
+    """The report from facts already gathered (see :func:`gather_report` for this machine)."""
+    limit = cgroup.limit_bytes if cgroup is not None else None
+    effective = min(host_mem_total_bytes, limit) if limit is not None else host_mem_total_bytes
+    auto = auto_budget(host_mem_total_bytes)
+    budget = cgroup_aware_budget(effective)
+    usable_cpus = min(cpus, math.ceil(cpu_quota)) if cpu_quota is not None else cpus
+    recommendations = recommend(effective, usable_cpus, len(gpus))
+    parallel = next(r.value for r in recommendations if r.key == "max_parallel_synthesis")
+    assert isinstance(parallel, int)
+    warnings: list[str] = []
+    if limit is not None and limit < host_mem_total_bytes:
+        over = f"overshoots it by {format_size(auto - limit)}" if auto > limit else "still exceeds it at peak"
+        warnings.append(
+            f"cgroup limit {format_size(limit)} is below host RAM {format_size(host_mem_total_bytes)}: "
+            f'total_budget = "auto" would budget {format_size(auto)} and {over}; '
+            f'set total_budget = "{budget // GiB}GiB"'
+        )
+    if memlock_bytes is not None and memlock_bytes < PINNED_ABC_PER_PARTITION:
+        warnings.append(
+            f"memlock limit {format_size(memlock_bytes)} is below one partition's pinned a/b/c buffers "
+            f"({format_size(PINNED_ABC_PER_PARTITION)}): CUDA pinned allocations may be refused and fall "
+            "back to pageable memory (slower host→GPU copies); raise it (ulimit -l unlimited, "
+            "docker --ulimit memlock=-1)"
+        )
+    if partitions_that_fit(effective) == 0:
+        warnings.append(
+            f"{format_size(effective)} cannot hold a 32 GiB PoRep (SRS + PCE + one partition peaks at "
+            f"{format_size(peak_rss_estimate(1))}): expect OOM kills"
+        )
+    for address in listen_addresses:
+        if _exposed(address):
+            warnings.append(
+                f"the daemon listens on {address}: every interface, with no TLS and no authentication; "
+                "bind 127.0.0.1 or a unix socket unless the network is trusted"
+            )
+    return MemcheckReport(
+        effective_ram_bytes=effective,
+        host_mem_total_bytes=host_mem_total_bytes,
+        cgroup_version=cgroup.version if cgroup is not None else None,
+        cgroup_path=str(cgroup.path) if cgroup is not None else None,
+        cgroup_limit_bytes=limit,
+        cgroup_usage_bytes=cgroup.usage_bytes if cgroup is not None else None,
+        auto_budget_bytes=auto,
+        recommended_budget_bytes=budget,
+        memlock_bytes=memlock_bytes,
+        max_porep_partitions=partitions_in_budget(budget, ProofKind.POREP_SEAL_COMMIT),
+        max_snap_partitions=partitions_in_budget(budget, ProofKind.SNAP_DEALS_UPDATE),
+        # Enough whole proofs in flight to keep every synthesis slot fed, plus one so the next
+        # proof's partitions are queued when the current one drains.
+        suggested_bench_concurrency=math.ceil(parallel / POREP.partitions) + 1,
+        cpus=cpus,
+        cpu_quota=cpu_quota,
+        gpus=tuple(gpus),
+        gpu_state=gpu_state,
+        recommendations=tuple(recommendations),
+        warnings=tuple(warnings),
+    )
+
+
+def gather_report(
+    *,
+    pid: int | str = "self",
+    proc_root: Path = PROC,
+    cgroup_root: Path = CGROUP,
+    listen_addresses: Sequence[str] = (),
+    nvml: Any = None,
+) -> MemcheckReport:
+    """The memcheck report for this machine (blocking: reads /proc, cgroups and NVML)."""
+    gpu = GpuSampler(nvml=nvml)
+    try:
+        devices, state = list(gpu.devices), gpu.state
+    finally:
+        gpu.close()
+    return make_report(
+        host_mem_total_bytes=host_mem_total(proc_root),
+        cgroup=memory_cgroup_of(pid, proc_root=proc_root, cgroup_root=cgroup_root),
+        memlock_bytes=memlock_limit(),
+        cpus=cpu_count(),
+        cpu_quota=cpu_quota(pid, proc_root=proc_root, cgroup_root=cgroup_root),
+        gpus=devices,
+        gpu_state=state,
+        listen_addresses=listen_addresses,
+    )

@@ -1,0 +1,152 @@
+"""Planner: cgroup-aware budget, knob recommendations, the memcheck report and its warnings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cuzktui import planner
+from cuzktui.daemon_facts import DOCUMENTED_TIERS, ProofKind, peak_rss_estimate
+from cuzktui.samplers import GpuDevice
+from cuzktui.system import CgroupMemory
+from cuzktui.units import GiB, parse_size
+
+DATA = Path(__file__).parent / "data" / "cgroup"
+
+
+def _knobs(ram_gib: float, cpus: int = 96, gpus: int = 1) -> dict[str, int | str]:
+    return {r.key: r.value for r in planner.recommend(int(ram_gib * GiB), cpus, gpus)}
+
+
+@pytest.mark.parametrize("tier", DOCUMENTED_TIERS, ids=lambda t: f"{t.ram_gib}GiB")
+def test_documented_tiers_are_reproduced(tier: object) -> None:
+    from cuzktui.daemon_facts import RamTier
+
+    assert isinstance(tier, RamTier)
+    knobs = _knobs(tier.ram_gib)  # the docs' tiers were measured on a 96-core, single-GPU host
+    assert knobs["max_parallel_synthesis"] == tier.max_parallel_synthesis
+    assert knobs["gpu_workers_per_device"] == tier.gpu_workers_per_device
+
+
+@pytest.mark.parametrize("ram_gib", [100, 128, 200, 256, 300, 384, 512, 768, 2048])
+def test_budget_keeps_the_measured_peak_under_the_memory(ram_gib: int) -> None:
+    ram = ram_gib * GiB
+    budget = planner.cgroup_aware_budget(ram)
+    assert budget % GiB == 0
+    admitted = planner.partitions_in_budget(budget, ProofKind.POREP_SEAL_COMMIT)
+    assert admitted >= 1
+    assert peak_rss_estimate(admitted) <= ram - 5 * GiB
+    # ...and not needlessly tight: one more partition would break the model.
+    assert peak_rss_estimate(admitted + 1) > ram - 5 * GiB
+    assert _knobs(ram_gib)["total_budget"] == f"{budget // GiB}GiB"
+    assert parse_size(str(_knobs(ram_gib)["total_budget"])) == budget
+
+
+def test_budget_below_one_partition_is_srs_and_pce_only() -> None:
+    budget = planner.cgroup_aware_budget(64 * GiB)
+    assert planner.partitions_in_budget(budget, ProofKind.POREP_SEAL_COMMIT) == 0
+    assert budget == 70 * GiB  # 44 GiB SRS + 25.7 GiB PCE, rounded up
+
+
+def test_parallelism_never_exceeds_what_memory_or_cpus_allow() -> None:
+    assert _knobs(256, cpus=8)["max_parallel_synthesis"] == 2
+    assert _knobs(100, cpus=96)["max_parallel_synthesis"] == 1  # memory: (100 - 74) // 20
+    assert _knobs(192, cpus=96)["max_parallel_synthesis"] == 4  # halfway between the 2 and 7 tiers
+    many = _knobs(4096, cpus=256)
+    assert many["max_parallel_synthesis"] == 12  # beyond the last tier the docs saw no gain
+
+
+def test_high_concurrency_splits_cores_and_paces_the_queue() -> None:
+    knobs = _knobs(512, cpus=96)
+    assert (knobs["gpu_threads"], knobs["threads"], knobs["max_gpu_queue_depth"]) == (32, 64, 8)
+    low = _knobs(256, cpus=96)
+    assert (low["gpu_threads"], low["threads"], low["max_gpu_queue_depth"]) == (0, 0, 0)
+    # Two GPUs share 12 partitions: 6 each is not enough to keep either busy.
+    assert _knobs(512, cpus=96, gpus=2)["gpu_workers_per_device"] == 1
+
+
+def test_every_recommendation_explains_itself_with_figures() -> None:
+    for rec in planner.recommend(384 * GiB, 96, 1):
+        assert rec.section and rec.key
+        assert any(ch.isdigit() for ch in rec.reasoning), rec
+
+
+def _report(**overrides: object) -> planner.MemcheckReport:
+    facts: dict[str, object] = {
+        "host_mem_total_bytes": 512 * GiB,
+        "cgroup": CgroupMemory(1, Path("/sys/fs/cgroup/memory/docker/abc"), 256 * GiB, 10 * GiB, 0),
+        "memlock_bytes": None,
+        "cpus": 96,
+        "cpu_quota": None,
+        "gpus": [GpuDevice(0, "NVIDIA H200", 141 * GiB)],
+        "gpu_state": "1 NVIDIA GPU via NVML",
+    }
+    facts.update(overrides)
+    return planner.make_report(**facts)  # type: ignore[arg-type]
+
+
+def test_cgroup_below_host_ram_warns_that_auto_overshoots() -> None:
+    report = _report()
+    assert report.effective_ram_bytes == 256 * GiB
+    assert report.auto_budget_bytes == 507 * GiB
+    assert report.recommended_budget_bytes == planner.cgroup_aware_budget(256 * GiB)
+    (warning,) = report.warnings
+    assert "overshoots it by 251 GiB" in warning
+    assert f'total_budget = "{report.recommended_budget_bytes // GiB}GiB"' in warning
+
+
+def test_no_cgroup_limit_means_host_ram_and_no_warning() -> None:
+    report = _report(cgroup=None)
+    assert report.effective_ram_bytes == 512 * GiB
+    assert report.cgroup_version is None
+    assert report.warnings == ()
+    assert report.max_porep_partitions == 21
+    assert report.suggested_bench_concurrency == 3  # 12 synthesis slots: two 10-partition proofs + one
+
+
+def test_partition_counts_under_the_recommended_budget() -> None:
+    report = _report()
+    budget = report.recommended_budget_bytes
+    assert report.max_porep_partitions == (budget - int(69.7 * GiB)) // (14 * GiB)
+    assert report.max_snap_partitions == (budget - 50 * GiB) // (9 * GiB)
+
+
+def test_low_memlock_small_ram_and_exposed_listen_are_warned() -> None:
+    report = _report(
+        cgroup=None,
+        host_mem_total_bytes=64 * GiB,
+        memlock_bytes=8 << 20,
+        listen_addresses=["0.0.0.0:9820", "127.0.0.1:9821", "[::]:9820", "unix:///run/curio/cuzk.sock"],
+    )
+    text = "\n".join(report.warnings)
+    assert "memlock limit 8 MiB" in text
+    assert "cannot hold a 32 GiB PoRep" in text
+    assert "listens on 0.0.0.0:9820" in text and "listens on [::]:9820" in text
+    assert len([w for w in report.warnings if "listens on" in w]) == 2
+
+
+def test_cpu_quota_limits_the_cpus_planned_for() -> None:
+    assert _report(cpu_quota=8.0).recommendations[1].value == 2
+    assert _report(cpu_quota=None).recommendations[1].value == 7
+
+
+def test_report_json_round_trips_and_text_names_every_fact() -> None:
+    report = _report(memlock_bytes=8 << 20)
+    data = json.loads(json.dumps(report.to_json()))
+    assert data["cgroup_limit_bytes"] == 256 * GiB
+    assert data["gpus"] == [{"index": 0, "name": "NVIDIA H200", "total_bytes": 141 * GiB}]
+    assert {r["key"] for r in data["recommendations"]} >= {"total_budget", "max_parallel_synthesis"}
+    text = report.render()
+    for words in ("effective RAM       256 GiB", "host MemTotal       512 GiB", "v1 /sys/fs/cgroup/memory/docker/abc",
+                  "memlock limit       8 MiB", "NVIDIA H200", "[memory] total_budget", "warnings:"):  # fmt: skip
+        assert words in text
+
+
+def test_gather_report_reads_fixture_trees() -> None:
+    report = planner.gather_report(pid=1234, proc_root=DATA / "v2" / "proc", cgroup_root=DATA / "v2" / "sys")
+    assert report.cgroup_version == 2
+    assert report.effective_ram_bytes == 64 * GiB
+    assert report.cpu_quota == 4.0
+    assert report.gpus == () or report.gpu_state.endswith("via NVML")
