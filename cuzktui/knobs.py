@@ -91,7 +91,6 @@ class Knob:
     minimum: float | None = None
     maximum: float | None = None
     minimum_exclusive: bool = False
-    choices: tuple[str, ...] = ()
     # The daemon reads its config once at start (reference §0.3), so this is always true; kept as a
     # field so the UI states it per knob rather than assuming it.
     restart_required: bool = True
@@ -106,8 +105,6 @@ class Knob:
 
     def describe_range(self) -> str:
         """The allowed values in words, for messages and the form's hint line."""
-        if self.choices:
-            return "one of " + ", ".join(self.choices)
         if self.minimum is None:
             return ""
         low = f"> {self.minimum:g}" if self.minimum_exclusive else f"≥ {self.minimum:g}"
@@ -394,7 +391,6 @@ KNOBS: Final[tuple[Knob, ...]] = (
         "A tracing EnvFilter: a level (off, error, warn, info, debug, trace) and/or target=level directives, "
         "comma-separated. RUST_LOG, when set and valid, wins over it, and --log-level overrides it. Bad "
         "directives are dropped with a note; a bare word that is not a level is read as a target name.",
-        choices=LEVELS,
     ),
     Knob(
         "logging",
@@ -619,29 +615,23 @@ def _exposure(k: Knob, host: str) -> list[Problem]:
 
 
 def _level_problems(k: Knob, text: str) -> list[Problem]:
+    directives = [d.strip() for d in text.split(",") if d.strip()]
+    has_default_level = any(_is_level(d) for d in directives)
     problems: list[Problem] = []
-    for directive in (d.strip() for d in text.split(",")):
-        if not directive:
-            continue
+    for directive in directives:
         _target, sep, level = directive.rpartition("=")
-        if sep:
-            if not _is_level(level):
-                problems.append(
-                    Problem(
-                        Severity.ERROR,
-                        k.name,
-                        f"{directive!r}: {level!r} is not a level ({', '.join(LEVELS)}); the daemon drops it",
-                    )
-                )
-        elif not _is_level(directive):
-            problems.append(
-                Problem(
-                    Severity.WARNING,
-                    k.name,
-                    f"{directive!r} is not a level ({', '.join(LEVELS)}): the daemon reads it as a target name and "
-                    "logs only that target",
-                )
+        if sep and not _is_level(level):
+            message = f"{directive!r}: {level!r} is not a level ({', '.join(LEVELS)}); the daemon drops it"
+            problems.append(Problem(Severity.ERROR, k.name, message))
+        elif not sep and not _is_level(directive):
+            # A bare word is a target name to EnvFilter (every level of it is logged). Legitimate next
+            # to a default level; on its own it silences everything else, which is rarely meant.
+            consequence = "every level of that target" if has_default_level else "only that target, nothing else"
+            message = (
+                f"{directive!r} is not a level ({', '.join(LEVELS)}): the daemon reads it as a target and logs "
+                f"{consequence}"
             )
+            problems.append(Problem(Severity.INFO if has_default_level else Severity.WARNING, k.name, message))
     return problems
 
 

@@ -204,7 +204,7 @@ def test_valid_values_raise_nothing(name: str, value: Any) -> None:
         ("daemon.status_listen", "0.0.0.0:9821", "every interface"),
         ("daemon.listen", "unix://run/cuzk.sock", "relative"),
         ("memory.total_budget", "8GiB", "wait for memory forever"),
-        ("logging.level", "verbose", "target name"),
+        ("logging.level", "verbose", "logs only that target, nothing else"),
         ("synthesis.partition_workers", 12, "deprecated"),
         ("srs.preload", ["porep-32g"], "deprecated"),
         ("memory.pinned_budget", "100GiB", "deprecated"),
@@ -217,6 +217,11 @@ def test_risky_or_ignored_values_are_warnings(name: str, value: Any, fragment: s
     problems = validate_value(knob(name), value)
     assert [p.severity for p in problems] == [Severity.WARNING]
     assert fragment in problems[0].message
+
+
+def test_a_target_beside_a_default_level_is_only_info() -> None:
+    (problem,) = validate_value(knob("logging.level"), "info,cuzk_core")
+    assert problem.severity is Severity.INFO and "every level of that target" in problem.message
 
 
 def test_deprecated_knobs_still_need_the_right_type() -> None:
