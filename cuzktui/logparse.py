@@ -189,32 +189,37 @@ def _unescape(raw: str) -> str:
     return _ESCAPE_RE.sub(_unescape_one, raw) if "\\" in raw else raw
 
 
-def _next_key(text: str, pos: int, keys: frozenset[str] | None) -> re.Match[str] | None:
+def _next_key(text: str, pos: int, keys: frozenset[str] | None, seen: dict[str, str]) -> re.Match[str] | None:
+    """The next field boundary: a known key (when ``keys`` is given) not already seen.
+
+    A key never repeats within one event, so `` error=`` inside an error text is text.
+    """
     m = _KEY_RE.search(text, pos)
-    while m is not None and keys is not None and m.group(1) not in keys:
+    while m is not None and ((keys is not None and m.group(1) not in keys) or m.group(1) in seen):
         m = _KEY_RE.search(text, m.end())
     return m
 
 
 def _split_fields(text: str, keys: frozenset[str] | None = None) -> tuple[str, dict[str, str]]:
     """(message, fields) of ``text`` = "<message>[ key=value]*"; ``keys`` limits the boundaries."""
-    m = _next_key(text, 0, keys)
-    if m is None:
-        return text, {}
-    message = text[: m.start()]
     fields: dict[str, str] = {}
+    m = _next_key(text, 0, keys, fields)
+    if m is None:
+        return text, fields
+    message = text[: m.start()]
     while m is not None:
         key, start = m.group(1), m.end()
+        fields[key] = ""  # seen: a later " key=" is part of a value
         if text.startswith('"', start):
             end = _quoted_end(text, start)
             if end != -1:
-                after = _next_key(text, end, keys) if end < len(text) else None
+                after = _next_key(text, end, keys, fields) if end < len(text) else None
                 if end == len(text) or (after is not None and after.start() == end):
                     fields[key] = _unescape(text[start + 1 : end - 1])
                     m = after
                     continue
         # Unquoted (or a quote that does not close where a field ends): up to the next boundary.
-        m = _next_key(text, start, keys)
+        m = _next_key(text, start, keys, fields)
         fields[key] = text[start : m.start() if m is not None else len(text)]
     return message, fields
 
