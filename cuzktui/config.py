@@ -150,6 +150,12 @@ class ConfigDocument:
             return
         _insert_after_last_key(container, key, value)
 
+    def update(self, values: Mapping[str, TomlValue]) -> None:
+        """:meth:`set` for each ``"section.key"`` → value (a benchmark's ``--set`` overrides, a form's edits)."""
+        for name, value in values.items():
+            section, _, key = name.partition(".")
+            self.set(section, key, value)
+
     def effective(self) -> dict[str, Any]:
         """``"section.key"`` → the value the daemon (or engine) uses, for every knob."""
         return {k.name: self.get(k.section, k.key) for k in KNOBS}

@@ -646,7 +646,7 @@ def _budget_problems(k: Knob, text: str) -> list[Problem]:
     try:
         size = parse_size(text)
     except UnitError as exc:
-        hint = " ('auto' must be lower case)" if text.strip().lower() == "auto" else ""
+        hint = " (write exactly 'auto', lower case)" if text.strip().lower() == "auto" else ""
         return [Problem(Severity.ERROR, k.name, f"{exc}{hint}")]
     if size < PARTITION_BUDGET_UNIT:
         return [

@@ -103,6 +103,15 @@ def test_set_in_an_empty_section_and_in_dotted_and_inline_forms() -> None:
     assert "[gpus]\ngpu_threads = 8\n\n# next\n[memory]" in doc.text()
 
 
+def test_update_sets_several_knobs_by_name() -> None:
+    doc = ConfigDocument.parse("")
+    doc.update({"pipeline.max_parallel_synthesis": 4, "daemon.listen": "127.0.0.1:9820"})
+    assert tomllib.loads(doc.text()) == {
+        "pipeline": {"max_parallel_synthesis": 4},
+        "daemon": {"listen": "127.0.0.1:9820"},
+    }
+
+
 def test_set_refuses_a_section_that_is_not_a_table() -> None:
     doc = ConfigDocument.parse("memory = 5\n")
     with pytest.raises(ValueError, match="memory"):

@@ -168,7 +168,7 @@ def test_listen_message_explains_the_literal_ip_rule() -> None:
 
 def test_budget_auto_in_the_wrong_case_is_explained() -> None:
     (problem,) = validate_value(knob("memory.total_budget"), "AUTO")
-    assert "'auto' must be lower case" in problem.message and "50 GiB" in problem.message
+    assert "write exactly 'auto'" in problem.message and "50 GiB" in problem.message
 
 
 @pytest.mark.parametrize(
