@@ -1,0 +1,567 @@
+"""The benchmark runner: N proofs of one kind at concurrency C, with OOM recovery.
+
+A benchmark runs in a process of its own (``python -m cuzktui.bench ARGS`` is
+``cuzk-tui bench --headless ARGS``; the TUI starts it with :func:`spawn_bench_process`, in a
+new process session), owns its daemon through a :class:`~cuzktui.supervisor.Supervisor` and
+records everything into the session directory, so it outlives an SSH drop of the TUI and the
+TUI can follow it from the session files.
+
+Proofs go through ``Prove`` (submit and wait in one call, as Curio and cuzk-bench do), with
+Curio-style request ids. When the daemon dies under the benchmark and the supervisor
+diagnoses an OOM kill, the runner lowers ``[memory].total_budget`` — from ``"auto"`` to the
+cgroup-aware budget of the memory limit, then by a further 10 % at each later OOM kill —
+restarts the daemon with that config version, and resubmits every proof that had not
+finished, up to ``oom_retries`` times. Any other death fails the run with the diagnosis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import psutil
+import tomlkit
+
+from . import events as ev
+from .client import ClientError, DaemonCallError, DaemonDied, DaemonUnreachable
+from .daemon_facts import BY_CLI_NAME, ProofKind
+from .planner import cgroup_aware_budget
+from .proto import proving_pb2 as pb
+from .session import open_private_append
+from .supervisor import DaemonStartError, Supervisor, SupervisorError
+from .units import GiB, MiB, UnitError, parse_size
+
+SECTOR_SIZE_32G: Final = 34359738368
+DEFAULT_MINER: Final = 1000
+# Curio's ProveTimeout (reference §1.8).
+DEFAULT_PROOF_TIMEOUT_S: Final = 30 * 60.0
+# registered_proof for 32 GiB sectors as Curio sends them (reference §9.2); PoRep's is read from the C1 JSON.
+_REGISTERED_PROOF: Final = {"porep": 8, "snap": 3, "wpost": 13, "winning": 3}
+# A later OOM kill lowers the budget by this factor.
+OOM_BUDGET_FACTOR: Final = 0.9
+DEFAULT_MEMORY_SCALE: Final = 1 / 256
+# After the daemon's calls failed, how long to wait for the supervisor's exit diagnosis.
+_EXIT_DIAGNOSIS_WAIT_S: Final = 10.0
+
+
+class BenchUsageError(ValueError):
+    """Bad benchmark input (exit status 2): the message names the file or option."""
+
+
+@dataclass(frozen=True, slots=True)
+class BenchOptions:
+    kind: str  # porep | snap | wpost | winning
+    count: int
+    concurrency: int
+    input_path: Path | None = None
+    oom_retries: int = 3
+    proof_timeout_s: float = DEFAULT_PROOF_TIMEOUT_S
+    miner_id: int = DEFAULT_MINER
+
+
+@dataclass(frozen=True, slots=True)
+class BenchSummary:
+    bench_id: str
+    kind: str
+    count: int
+    concurrency: int
+    outcome: Literal["completed", "failed", "cancelled"]
+    completed: int
+    failed: int
+    wall_s: float
+    proofs_per_hour: float
+    results: tuple[ev.ProofFinished, ...]
+    restarts: tuple[ev.BenchRestart, ...]
+    session: str
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "bench_id": self.bench_id,
+            "kind": self.kind,
+            "count": self.count,
+            "concurrency": self.concurrency,
+            "outcome": self.outcome,
+            "completed": self.completed,
+            "failed": self.failed,
+            "wall_s": round(self.wall_s, 3),
+            "proofs_per_hour": round(self.proofs_per_hour, 3),
+            "restarts": [
+                {
+                    "attempt": r.attempt,
+                    "reason": r.reason,
+                    "evidence": list(r.evidence),
+                    "total_budget": r.total_budget,
+                    "resubmitted": r.resubmitted,
+                }
+                for r in self.restarts
+            ],
+            "proofs": [
+                {
+                    "job_id": p.job_id,
+                    "status": p.status,
+                    "error": p.error,
+                    "wall_ms": p.wall_ms,
+                    "total_ms": p.total_ms,
+                    "queue_wait_ms": p.queue_wait_ms,
+                    "synthesis_ms": p.synthesis_ms,
+                    "gpu_compute_ms": p.gpu_compute_ms,
+                }
+                for p in self.results
+            ],
+            "session": self.session,
+            "error": self.error,
+        }
+
+
+# --------------------------------------------------------------------------------------------
+# Inputs and request ids
+# --------------------------------------------------------------------------------------------
+
+
+def _det_bytes(seed: str, n: int) -> bytes:
+    """``n`` deterministic pseudo-random bytes for ``seed`` (synthetic engine inputs)."""
+    out = bytearray()
+    counter = 0
+    while len(out) < n:
+        out += hashlib.sha256(f"{seed}/{counter}".encode()).digest()
+        counter += 1
+    return bytes(out[:n])
+
+
+def read_vanilla_file(path: Path) -> list[bytes]:
+    """A vanilla-proof file as cuzk-bench reads it: a JSON array of base64 strings, else one proof."""
+    data = path.read_bytes()
+    if not data:
+        raise BenchUsageError(f"{path}: the vanilla proof file is empty")
+    try:
+        document = json.loads(data)
+    except ValueError:
+        return [data]
+    if isinstance(document, list) and document and all(isinstance(item, str) for item in document):
+        try:
+            return [base64.b64decode(item, validate=True) for item in document]
+        except ValueError as error:
+            raise BenchUsageError(f"{path}: an element of the JSON array is not base64: {error}") from error
+    return [data]
+
+
+def read_c1_file(path: Path) -> tuple[bytes, int]:
+    """(vanilla_proof payload, sector number) for a PoRep C1 file.
+
+    The payload is Curio's wrapper ``{"SectorNum", "Phase1Out" (base64), "SectorSize"}``
+    (reference §9.1); a bare SealCommitPhase1Output JSON is wrapped as Curio would wrap it.
+    """
+    data = path.read_bytes()
+    try:
+        document = json.loads(data)
+    except ValueError as error:
+        raise BenchUsageError(f"{path}: not a C1 output JSON: {error}") from error
+    if not isinstance(document, dict):
+        raise BenchUsageError(f"{path}: not a C1 output JSON (expected an object)")
+    if "Phase1Out" in document:
+        sector = document.get("SectorNum", 1)
+        return data, sector if isinstance(sector, int) else 1
+    wrapper = {"SectorNum": 1, "Phase1Out": base64.b64encode(data).decode("ascii"), "SectorSize": SECTOR_SIZE_32G}
+    return json.dumps(wrapper).encode("utf-8"), 1
+
+
+def build_requests(
+    kind: str, count: int, *, input_path: Path | None, bench_id: str, miner_id: int = DEFAULT_MINER
+) -> list[pb.SubmitProofRequest]:
+    """The ``count`` requests of a benchmark, with Curio-style request ids.
+
+    With ``input_path`` (the real daemon) every request carries the file's proof, so the ids get
+    a ``-<n>`` suffix to stay unique among in-flight jobs (reference §1.5). Without it the inputs
+    are synthetic (deterministic, non-empty) and each request is a different sector/partition.
+    """
+    facts = BY_CLI_NAME[kind]
+    requests: list[pb.SubmitProofRequest] = []
+    shared_vanilla = read_vanilla_file(input_path) if input_path is not None and kind != "porep" else None
+    c1 = read_c1_file(input_path) if input_path is not None and kind == "porep" else None
+    for i in range(count):
+        seed = f"{bench_id}/{i}"
+        sector = i + 1
+        randomness = bytes(32) if input_path is not None else _det_bytes(seed + "/randomness", 32)
+        request = pb.SubmitProofRequest(
+            proof_kind=int(facts.kind),  # type: ignore[arg-type]
+            sector_size=SECTOR_SIZE_32G,
+            registered_proof=_REGISTERED_PROOF[kind],
+            miner_id=miner_id,
+            sector_number=sector,
+        )
+        if facts.kind == ProofKind.POREP_SEAL_COMMIT:
+            if c1 is not None:
+                request.vanilla_proof, request.sector_number = c1
+            else:
+                phase1 = base64.b64encode(_det_bytes(seed + "/c1", 1024)).decode("ascii")
+                wrapper = {"SectorNum": sector, "Phase1Out": phase1, "SectorSize": SECTOR_SIZE_32G}
+                request.vanilla_proof = json.dumps(wrapper).encode("utf-8")
+            request_id = f"porep-{miner_id}-{request.sector_number}"
+        elif facts.kind == ProofKind.SNAP_DEALS_UPDATE:
+            request.vanilla_proofs.extend(
+                shared_vanilla or [_det_bytes(f"{seed}/p{p}", 256) for p in range(facts.partitions)]
+            )
+            request.comm_r_old = _det_bytes(seed + "/comm_r_old", 32)
+            request.comm_r_new = _det_bytes(seed + "/comm_r_new", 32)
+            request.comm_d_new = _det_bytes(seed + "/comm_d_new", 32)
+            request_id = f"snap-{miner_id}-{sector}"
+        elif facts.kind == ProofKind.WINDOW_POST_PARTITION:
+            request.vanilla_proofs.extend(shared_vanilla or [_det_bytes(seed + "/sector", 256)])
+            request.randomness = randomness
+            request.partition_index = 0 if input_path is not None else i
+            # Go prints the first 8 randomness bytes as a bracketed decimal list.
+            request_id = f"wdpost-{miner_id}-{request.partition_index}-[{' '.join(str(b) for b in randomness[:8])}]"
+        else:
+            request.vanilla_proofs.extend(shared_vanilla or [_det_bytes(seed + "/sector", 256)])
+            request.randomness = randomness
+            request_id = f"winpost-{miner_id}-{randomness[:8].hex()}"
+        request.request_id = f"{request_id}-{i + 1}" if input_path is not None else request_id
+        requests.append(request)
+    return requests
+
+
+# --------------------------------------------------------------------------------------------
+# Config helpers
+# --------------------------------------------------------------------------------------------
+
+
+def config_value(config_text: str, section: str, key: str) -> Any:
+    table = tomllib.loads(config_text).get(section, {})
+    return table.get(key) if isinstance(table, dict) else None
+
+
+def set_config_value(config_text: str, section: str, key: str, value: Any) -> str:
+    """``config_text`` with ``[section].key = value`` (comments and other keys kept)."""
+    document = tomlkit.parse(config_text)
+    table = document.get(section)
+    if table is None:
+        table = tomlkit.table()
+        document[section] = table
+    table[key] = value
+    return tomlkit.dumps(document)
+
+
+def format_budget(n: int) -> str:
+    """A size string the daemon reads exactly (whole GiB, or whole MiB below 1 GiB), rounded down."""
+    return f"{n // GiB}GiB" if n >= GiB else f"{max(1, n // MiB)}MiB"
+
+
+def _parse_budget(text: str) -> int | None:
+    try:
+        return parse_size(text)
+    except UnitError:
+        return None
+
+
+def lowered_budget(current: str, nominal_limit: int) -> str:
+    """The next ``total_budget`` after an OOM kill (see the module docstring)."""
+    if current.strip() == "auto":
+        return format_budget(cgroup_aware_budget(nominal_limit))
+    value = _parse_budget(current)
+    if value is None:  # the daemon would read an unparseable budget as 50 GiB (§3.9); start from the safe one
+        return format_budget(cgroup_aware_budget(nominal_limit))
+    return format_budget(int(value * OOM_BUDGET_FACTOR))
+
+
+def nominal_memory_limit(config_text: str, mode: str, real_limit: int | None) -> int:
+    """The memory the daemon lives in, in the daemon's units: the cgroup limit (or host RAM), divided
+    by ``[engine].memory_scale`` when the daemon is the engine (it allocates that fraction of every size).
+    """
+    limit = real_limit if real_limit is not None else psutil.virtual_memory().total
+    if mode != "engine":
+        return limit
+    scale = config_value(config_text, "engine", "memory_scale")
+    if not isinstance(scale, int | float) or isinstance(scale, bool) or scale <= 0:
+        scale = DEFAULT_MEMORY_SCALE
+    return int(limit / scale)
+
+
+# --------------------------------------------------------------------------------------------
+# The runner
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Round:
+    """What one daemon run of the benchmark ended with."""
+
+    exit: ev.DaemonExited | None = None
+    lost_contact: str | None = None
+
+
+@dataclass(slots=True)
+class _State:
+    unfinished: dict[int, pb.SubmitProofRequest]
+    results: dict[int, ev.ProofFinished] = field(default_factory=dict)
+
+
+class BenchRunner:
+    """Runs one benchmark against the supervisor's daemon (which must be started and ready)."""
+
+    def __init__(
+        self,
+        supervisor: Supervisor,
+        options: BenchOptions,
+        config_text: str,
+        *,
+        requests: Sequence[pb.SubmitProofRequest],
+        bench_id: str,
+        on_progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.supervisor = supervisor
+        self.options = options
+        self.config_text = config_text
+        self.bench_id = bench_id
+        self._requests = list(requests)
+        self._on_progress = on_progress
+        self._state = _State(unfinished=dict(enumerate(self._requests)))
+        self._restarts: list[ev.BenchRestart] = []
+        self._cancelled = asyncio.Event()
+
+    def _emit(self, event: ev.ObservedEvent) -> None:
+        self.supervisor.session.append_event(event)
+
+    def _progress(self, text: str) -> None:
+        if self._on_progress is not None:
+            self._on_progress(text)
+
+    def outstanding(self) -> int:
+        """Proofs not finished yet (the drain condition for the benchmark's own work)."""
+        return len(self._state.unfinished)
+
+    def cancel(self) -> None:
+        """Stop submitting and abandon the proofs in flight; run() then returns outcome "cancelled"."""
+        self._cancelled.set()
+
+    async def run(self) -> BenchSummary:
+        o = self.options
+        self._emit(ev.BenchStarted(time.time(), self.bench_id, o.kind, o.count, o.concurrency, o.oom_retries))
+        started = time.monotonic()
+        error: str | None = None
+        outcome: Literal["completed", "failed", "cancelled"] = "completed"
+        while self._state.unfinished:
+            result = await self._run_round()
+            if self._cancelled.is_set():
+                outcome = "cancelled"
+                break
+            if result.exit is None and result.lost_contact is None:
+                continue
+            error = await self._recover(result)
+            if error is not None:
+                outcome = "failed"
+                break
+        wall_s = time.monotonic() - started
+        now = time.time()
+        for index in sorted(self._state.unfinished):
+            request = self._state.unfinished[index]
+            lost = ev.ProofFinished(now, self.bench_id, request.request_id, o.kind, "LOST", error or outcome)
+            self._state.results[index] = lost
+            self._emit(lost)
+        results = tuple(self._state.results[i] for i in sorted(self._state.results))
+        completed = sum(1 for r in results if r.status == "COMPLETED")
+        failed = len(results) - completed
+        if outcome == "completed" and failed:
+            outcome = "failed"
+            error = f"{failed} of {o.count} proofs failed"
+        per_hour = completed / wall_s * 3600 if wall_s > 0 else 0.0
+        self._emit(ev.BenchFinished(time.time(), self.bench_id, completed, failed, wall_s, per_hour, outcome))
+        return BenchSummary(
+            self.bench_id, o.kind, o.count, o.concurrency, outcome, completed, failed, wall_s, per_hour,
+            results, tuple(self._restarts), str(self.supervisor.session.path), error,
+        )  # fmt: skip
+
+    async def _recover(self, result: _Round) -> str | None:
+        """Restart after an OOM kill (returns None) or say why the run fails."""
+        exit = result.exit
+        if exit is None:
+            return f"lost contact with the daemon: {result.lost_contact}"
+        diagnosis = f"the daemon died ({exit.cause}): " + "; ".join(exit.evidence)
+        if exit.error_report:
+            diagnosis += "\n" + exit.error_report
+        if exit.cause != "oom_kill":
+            return diagnosis
+        attempt = len(self._restarts) + 1
+        if attempt > self.options.oom_retries:
+            return f"{diagnosis} (no OOM retries left of {self.options.oom_retries})"
+        current = config_value(self.config_text, "memory", "total_budget")
+        nominal = nominal_memory_limit(self.config_text, self.supervisor.mode, self.supervisor.memory_limit)
+        budget = lowered_budget(current if isinstance(current, str) else "auto", nominal)
+        self.config_text = set_config_value(self.config_text, "memory", "total_budget", budget)
+        restart = ev.BenchRestart(
+            time.time(), self.bench_id, attempt, exit.cause, exit.evidence, budget, len(self._state.unfinished)
+        )
+        self._restarts.append(restart)
+        self._emit(restart)
+        self._progress(
+            f"daemon OOM-killed; restart {attempt}/{self.options.oom_retries} with total_budget = {budget}, "
+            f"resubmitting {len(self._state.unfinished)} proofs"
+        )
+        try:
+            await self.supervisor.start(self.config_text, changes=(f"memory.total_budget = {budget!r}",))
+        except (DaemonStartError, SupervisorError) as error:
+            return f"restart after the OOM kill failed: {error}"
+        return None
+
+    async def _run_round(self) -> _Round:
+        """Prove the unfinished proofs until all finish, the daemon exits, or the run is cancelled."""
+        queue = sorted(self._state.unfinished)
+        round_ = _Round()
+        client = self.supervisor.client
+
+        async def worker() -> None:
+            while queue and not self._cancelled.is_set():
+                index = queue.pop(0)
+                if not await self._prove_one(client, index, round_):
+                    return
+
+        workers = [asyncio.ensure_future(worker()) for _ in range(min(self.options.concurrency, len(queue)))]
+        exit_task = asyncio.ensure_future(self.supervisor.exited())
+        cancel_task = asyncio.ensure_future(self._cancelled.wait())
+        try:
+            pending: set[asyncio.Future[Any]] = set(workers)
+            while pending and not exit_task.done() and not cancel_task.done():
+                _, pending = await asyncio.wait(pending | {exit_task, cancel_task}, return_when=asyncio.FIRST_COMPLETED)
+                pending -= {exit_task, cancel_task}
+            if not exit_task.done() and round_.lost_contact is not None:
+                # The calls failed as if the daemon died: its exit diagnosis follows within moments.
+                await asyncio.wait([exit_task], timeout=_EXIT_DIAGNOSIS_WAIT_S)
+            if exit_task.done():
+                round_.exit = exit_task.result()
+        finally:
+            for task in (*workers, exit_task, cancel_task):
+                task.cancel()
+            await asyncio.gather(*workers, exit_task, cancel_task, return_exceptions=True)
+        return round_
+
+    async def _prove_one(self, client: Any, index: int, round_: _Round) -> bool:
+        """Prove one request; False when the daemon is gone (the request stays unfinished)."""
+        request = self._requests[index]
+        kind = self.options.kind
+        self._emit(ev.ProofSubmitted(time.time(), self.bench_id, request.request_id, kind))
+        started = time.monotonic()
+        try:
+            response = await client.prove(request, timeout=self.options.proof_timeout_s)
+        except (DaemonDied, DaemonUnreachable) as error:
+            round_.lost_contact = f"{error} ({error.status_text})"
+            return False
+        except DaemonCallError as error:
+            finished = ev.ProofFinished(time.time(), self.bench_id, request.request_id, kind, "FAILED", str(error))
+        except ClientError as error:  # pragma: no cover - every ClientError subclass is handled above
+            round_.lost_contact = str(error)
+            return False
+        else:
+            status_name = pb.AwaitProofResponse.Status.Name(response.status)
+            finished = ev.ProofFinished(
+                t=time.time(),
+                bench_id=self.bench_id,
+                job_id=request.request_id,
+                kind=kind,
+                status="COMPLETED" if status_name == "COMPLETED" else "FAILED",
+                error=response.error_message or ("" if status_name == "COMPLETED" else status_name),
+                queue_wait_ms=response.queue_wait_ms,
+                synthesis_ms=response.synthesis_ms,
+                gpu_compute_ms=response.gpu_compute_ms,
+                total_ms=response.total_ms,
+                wall_ms=int((time.monotonic() - started) * 1000),
+            )
+        del self._state.unfinished[index]
+        self._state.results[index] = finished
+        self._emit(finished)
+        done = len(self._state.results)
+        self._progress(
+            f"[{done}/{self.options.count}] {finished.status} {finished.job_id} — {finished.wall_ms / 1000:.1f}s"
+        )
+        return True
+
+
+def format_summary(summary: BenchSummary) -> str:
+    """cuzk-bench's ``batch`` report (reference §8), plus the restarts and the session."""
+    lines = [
+        "=== Batch Benchmark ===",
+        f"proof type:  {summary.kind}",
+        f"count:       {summary.count}",
+        f"concurrency: {summary.concurrency}",
+        "",
+    ]
+    n = len(summary.results)
+    for i, r in enumerate(summary.results, 1):
+        lines.append(
+            f"  [{i}/{n}] {r.status} — {r.wall_ms / 1000:.1f}s "
+            f"(prove={r.gpu_compute_ms} ms, queue={r.queue_wait_ms} ms)"
+        )
+    lines += ["", "=== Batch Summary ===", f"total time:    {summary.wall_s:.1f}s"]
+    lines += [f"completed:     {summary.completed}", f"failed:        {summary.failed}"]
+    completed = [r for r in summary.results if r.status == "COMPLETED"]
+    if completed:
+        walls = [r.wall_ms / 1000 for r in completed]
+        proves = [r.gpu_compute_ms / 1000 for r in completed]
+        for label, values in (("wall time:  ", walls), ("prove time: ", proves)):
+            lines.append(
+                f"{label}   avg={sum(values) / len(values):.1f}s min={min(values):.1f}s max={max(values):.1f}s"
+            )
+        lines.append(
+            f"throughput:    {len(completed) / summary.wall_s * 60:.3f} proofs/min "
+            f"({summary.wall_s / len(completed):.1f}s/proof)"
+        )
+    lines.append(f"proofs/hour:   {summary.proofs_per_hour:.1f}")
+    for restart in summary.restarts:
+        lines.append(
+            f"restart {restart.attempt}:     {restart.reason} → total_budget = {restart.total_budget} "
+            f"({'; '.join(restart.evidence)})"
+        )
+    if summary.error:
+        lines.append(f"error:         {summary.error}")
+    lines.append(f"session:       {summary.session}")
+    return "\n".join(lines)
+
+
+def spawn_bench_process(session: Path, args: Sequence[str]) -> subprocess.Popen[bytes]:
+    """Start ``python -m cuzktui.bench --session SESSION ARGS`` detached from the caller (the TUI).
+
+    It runs in its own process session, with stdout and stderr on ``bench.log`` in the session,
+    so it survives the TUI; stop it early with SIGTERM (it cancels and stops its daemon).
+    """
+    log_fd = open_private_append(session / "bench.log")
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "cuzktui.bench", "--session", str(session), *args],
+            stdin=subprocess.DEVNULL,
+            stdout=log_fd,
+            stderr=log_fd,
+            start_new_session=True,
+        )
+    finally:
+        os.close(log_fd)
+
+
+def install_cancel_signals(runner: BenchRunner) -> None:
+    """SIGTERM / SIGINT / SIGHUP cancel the benchmark cleanly (the daemon is then stopped and recorded)."""
+    loop = asyncio.get_running_loop()
+    for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(number, runner.cancel)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m cuzktui.bench ARGS`` = ``cuzk-tui bench --headless ARGS``."""
+    from .cli import main as cli_main
+
+    return cli_main(["bench", "--headless", *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

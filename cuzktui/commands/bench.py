@@ -1,0 +1,193 @@
+"""``cuzk-tui bench --headless``: a benchmark in the foreground, progress on stderr, summary on stdout.
+
+Exit status: 0 every proof completed, 1 the run failed (a proof failed, the daemon died of
+something other than an OOM kill, or the OOM retries ran out), 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import os
+import secrets
+import sys
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import tomlkit
+import tomlkit.exceptions
+
+from .. import knobs
+from ..bench import (
+    BenchOptions,
+    BenchRunner,
+    BenchSummary,
+    BenchUsageError,
+    build_requests,
+    format_summary,
+    install_cancel_signals,
+    set_config_value,
+)
+from ..session import SessionWriter
+from ..supervisor import DaemonProgram, DaemonStartError, Supervisor, SupervisorError, choose_program, config_addresses
+from ..units import UnitError, parse_size
+
+# Longest unix socket path the kernel accepts is 107 bytes; leave room.
+_MAX_SOCKET_PATH = 100
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    program: DaemonProgram
+    options: BenchOptions
+    config_text: str
+    memory_limit: int | None
+
+
+def _progress(text: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')} {text}", file=sys.stderr, flush=True)
+
+
+def parse_override(text: str) -> tuple[str, str, object]:
+    """(section, key, value) of one ``--set SECTION.KEY=VALUE``, checked against the knob schema."""
+    name, sep, raw = text.partition("=")
+    section, dot, key = name.strip().partition(".")
+    if not sep or not dot or not section or not key:
+        raise BenchUsageError(f"--set {text!r}: expected SECTION.KEY=VALUE")
+    try:
+        knob = knobs.knob(f"{section}.{key}")
+        value = knobs.parse_cli_value(knob, raw)
+    except KeyError as error:
+        raise BenchUsageError(f"--set {text!r}: {error.args[0]}") from None
+    except knobs.KnobValueError as error:
+        raise BenchUsageError(f"--set {text!r}: {error}") from None
+    errors = [p for p in knobs.validate_value(knob, value) if p.severity is knobs.Severity.ERROR]
+    if errors:
+        raise BenchUsageError(f"--set {text!r}: {errors[0]}")
+    return section, key, value
+
+
+def _listen_address(session: SessionWriter) -> str:
+    """A private default listen address: a unix socket in the session (0700), else loopback TCP."""
+    socket_path = session.path.resolve() / "daemon.sock"
+    if len(str(socket_path)) <= _MAX_SOCKET_PATH:
+        return f"unix://{socket_path}"
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{s.getsockname()[1]}"
+
+
+def _plan(args: argparse.Namespace) -> _Plan:
+    """Everything the run needs, checked before anything is created (BenchUsageError → exit 2)."""
+    if args.count < 1 or args.concurrency < 1 or args.oom_retries < 0:
+        raise BenchUsageError("--count and --concurrency must be at least 1, --oom-retries at least 0")
+    program = choose_program(engine=args.engine, daemon_path=args.daemon)
+    input_path = Path(args.input) if args.input else None
+    if program.mode == "real" and input_path is None:
+        which = "a C1 output JSON" if args.kind == "porep" else "a vanilla proof file"
+        raise BenchUsageError(f"--input is required with the real daemon ({which} for {args.kind})")
+    if input_path is not None and not input_path.is_file():
+        raise BenchUsageError(f"--input {input_path}: no such file")
+    memory_limit = None
+    if args.memory_limit:
+        try:
+            memory_limit = parse_size(args.memory_limit)
+        except UnitError as error:
+            raise BenchUsageError(f"--memory-limit: {error}") from None
+        if memory_limit <= 0:
+            raise BenchUsageError("--memory-limit must be positive")
+    overrides = [parse_override(text) for text in args.overrides]
+    config_text = ""
+    if args.config:
+        path = Path(args.config)
+        try:
+            config_text = path.read_text("utf-8") if path.exists() else ""
+        except OSError as error:
+            raise BenchUsageError(f"--config {path}: {error.strerror}") from None
+    try:
+        for section, key, value in overrides:
+            config_text = set_config_value(config_text, section, key, value)
+        tomllib.loads(config_text)
+    except (tomllib.TOMLDecodeError, tomlkit.exceptions.ParseError) as error:
+        raise BenchUsageError(f"--config {args.config}: not valid TOML: {error}") from None
+    options = BenchOptions(
+        kind=args.kind,
+        count=args.count,
+        concurrency=args.concurrency,
+        input_path=input_path,
+        oom_retries=args.oom_retries,
+    )
+    return _Plan(program, options, config_text, memory_limit)
+
+
+async def _run(plan: _Plan, session: SessionWriter) -> BenchSummary | str:
+    o = plan.options
+    bench_id = f"bench-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+    requests = build_requests(
+        plan.options.kind, plan.options.count, input_path=plan.options.input_path, bench_id=bench_id
+    )
+    supervisor = Supervisor(session, plan.program, memory_limit=plan.memory_limit, on_progress=_progress)
+    try:
+        _progress(f"starting {' '.join(plan.program.argv)} ({plan.program.mode})")
+        await supervisor.start(plan.config_text)
+        _progress(f"daemon ready (pid {supervisor.pid}); {o.count} × {o.kind} at concurrency {o.concurrency}")
+        runner = BenchRunner(
+            supervisor, plan.options, plan.config_text, requests=requests, bench_id=bench_id, on_progress=_progress
+        )
+        install_cancel_signals(runner)
+        return await runner.run()
+    except (DaemonStartError, SupervisorError) as error:
+        return str(error)
+    finally:
+        await supervisor.close(stop=True)
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    if not args.headless:
+        print(
+            "cuzk-tui bench: use --headless here; the TUI's Bench screen runs benchmarks interactively", file=sys.stderr
+        )
+        return 2
+    try:
+        plan = _plan(args)
+    except BenchUsageError as error:
+        print(f"cuzk-tui bench: {error}", file=sys.stderr)
+        return 2
+    if args.config and not Path(args.config).exists():
+        Path(args.config).write_text(plan.config_text, "utf-8")
+    session = SessionWriter.create(label=f"bench-{args.kind}", directory=args.session, mode=plan.program.mode)
+    if config_addresses(plan.config_text)[0] is None:
+        plan = dataclasses.replace(
+            plan, config_text=set_config_value(plan.config_text, "daemon", "listen", _listen_address(session))
+        )
+    session.write_meta({"mode": plan.program.mode, "command": ["cuzk-tui", "bench", *sys.argv[2:]], "pid": os.getpid()})
+    try:
+        outcome = asyncio.run(_run(plan, session))
+    finally:
+        session.close()
+    if isinstance(outcome, str):
+        print(f"cuzk-tui bench: {outcome}", file=sys.stderr)
+        if args.json:
+            print(
+                json.dumps(
+                    {
+                        "completed": 0,
+                        "failed": plan.options.count,
+                        "proofs_per_hour": 0.0,
+                        "restarts": [],
+                        "session": str(session.path),
+                        "error": outcome,
+                    }
+                )
+            )
+        return 1
+    print(json.dumps(outcome.to_json()) if args.json else format_summary(outcome))
+    if outcome.error:
+        print(f"cuzk-tui bench: {outcome.error}", file=sys.stderr)
+    return 0 if outcome.outcome == "completed" else 1

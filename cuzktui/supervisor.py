@@ -1,0 +1,589 @@
+"""Launch, watch, drain, stop and restart the daemon, and say why it exited.
+
+The daemon (the real ``cuzk-daemon`` or the embedded ``cuzk-engine``) is started
+
+* with ``-c <session>/config/vNNN.toml -l <listen>``;
+* with stdout and stderr both on the session's ``daemon.log`` (O_APPEND): never a pipe the TUI
+  must drain, so a stalled or vanished TUI can never block the daemon's writes;
+* in a process session of its own (``start_new_session``), so an SSH hang-up of the TUI does
+  not take a running benchmark down with it;
+* with ``NO_COLOR=1`` (the real daemon colours its logs even into files, reference §0.2);
+* optionally inside a fresh v1/v2 memory cgroup of a given size (root only), joined through
+  ``python -m cuzktui.cgexec`` before the daemon is exec'ed, so the pid we watch is the daemon.
+
+Readiness is the first successful ``GetStatus``: the daemon logs "ready" before it binds TCP
+(reference §0.6). Stopping is SIGTERM (SIGINT only stops the real daemon's workers, §2), then
+SIGKILL after a grace period. Exits are classified into :class:`events.DaemonExited` with the
+evidence behind the diagnosis: an OOM kill (SIGKILL while the cgroup's ``oom_kill`` counter went
+up, or the kernel log names the pid), another signal, a non-zero exit with its ``Error:`` report
+from the tail of daemon.log, or a clean exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from . import events as ev
+from .client import ClientError, DaemonClient, StatusError, fetch_status_json
+from .session import LogFollower, SessionWriter
+from .system import CgroupError, MemoryCgroup, kernel_oom_evidence
+
+DEFAULT_START_TIMEOUT_S: Final = 600.0
+DEFAULT_STOP_GRACE_S: Final = 10.0
+_POLL_S: Final = 0.1
+# How much of daemon.log's tail is searched for a fatal report.
+_REPORT_TAIL_BYTES: Final = 64 * 1024
+
+EventSink = Callable[[ev.ObservedEvent], None]
+
+
+class SupervisorError(Exception):
+    """A lifecycle step that cannot be done (no process to stop, cgroup not available, …)."""
+
+
+class DaemonStartError(SupervisorError):
+    """The daemon did not become ready; ``exit`` is its diagnosis when it died on the way."""
+
+    def __init__(self, message: str, exit: ev.DaemonExited | None = None) -> None:
+        super().__init__(message)
+        self.exit = exit
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonProgram:
+    """How to run a daemon: ``argv`` comes before ``-c CONFIG -l LISTEN``."""
+
+    mode: Literal["real", "engine"]
+    argv: tuple[str, ...]
+
+
+def engine_program() -> DaemonProgram:
+    """``cuzk-engine`` of this environment (beside sys.executable), else ``python -m engine``."""
+    script = Path(sys.executable).parent / "cuzk-engine"
+    if os.access(script, os.X_OK):
+        return DaemonProgram("engine", (str(script),))
+    return DaemonProgram("engine", (sys.executable, "-m", "engine"))
+
+
+def find_real_daemon(path: str | None = None) -> DaemonProgram | None:
+    """The real daemon: ``path`` if given, else ``cuzk-daemon`` or ``cuzk`` on PATH."""
+    if path is not None:
+        return DaemonProgram("real", (path,))
+    for name in ("cuzk-daemon", "cuzk"):
+        found = shutil.which(name)
+        if found is not None:
+            return DaemonProgram("real", (found,))
+    return None
+
+
+def choose_program(engine: bool = False, daemon_path: str | None = None) -> DaemonProgram:
+    """The daemon a command should run: explicit choice, else a real one on PATH, else the engine."""
+    if engine:
+        return engine_program()
+    return find_real_daemon(daemon_path) or engine_program()
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def extract_error_report(log_tail: str) -> str | None:
+    """The last fatal report in a log tail: from the last ``Error:`` line (or panic) to the end."""
+    lines = log_tail.splitlines()
+    for index in range(len(lines) - 1, -1, -1):
+        line = lines[index]
+        if line.startswith("Error: ") or (line.startswith("thread '") and " panicked at " in line):
+            return "\n".join(lines[index:]).strip()
+    return None
+
+
+def classify_exit(
+    *,
+    t: float,
+    pid: int | None,
+    returncode: int | None,
+    oom_kills_before: int | None = None,
+    oom_kills_after: int | None = None,
+    cgroup_path: str | None = None,
+    sent_signals: Sequence[int] = (),
+    log_tail: str = "",
+    kernel_evidence: str | None = None,
+) -> ev.DaemonExited:
+    """Diagnose one exit from its status and the evidence gathered around it."""
+    report = extract_error_report(log_tail)
+    if returncode is None:
+        if kernel_evidence is not None:
+            return ev.DaemonExited(t, pid, None, None, "oom_kill", (kernel_evidence,), report)
+        return ev.DaemonExited(
+            t, pid, None, None, "unknown", ("the exit status of a process we did not start is unknown",), report
+        )
+    if returncode < 0:
+        number = -returncode
+        name = signal_name(number)
+        evidence = [f"killed by {name} (exit status {128 + number} in a shell)"]
+        if number == signal.SIGKILL:
+            rose = oom_kills_before is not None and oom_kills_after is not None and oom_kills_after > oom_kills_before
+            if rose:
+                evidence.append(f"memory cgroup {cgroup_path}: oom_kill {oom_kills_before} → {oom_kills_after}")
+            if kernel_evidence is not None:
+                evidence.append(kernel_evidence)
+            if rose or kernel_evidence is not None:
+                return ev.DaemonExited(t, pid, returncode, number, "oom_kill", tuple(evidence), report)
+            if oom_kills_before is not None and oom_kills_after is not None:
+                evidence.append(f"memory cgroup {cgroup_path}: oom_kill unchanged at {oom_kills_after}")
+        if number in sent_signals:
+            evidence.append(f"{name} was sent by the supervisor")
+        return ev.DaemonExited(t, pid, returncode, number, "signal", tuple(evidence), report)
+    if returncode > 0:
+        evidence = [f"exit status {returncode}"]
+        if report is not None:
+            evidence.append(report.splitlines()[0])
+        else:
+            evidence.append("no Error: report at the end of daemon.log")
+        return ev.DaemonExited(t, pid, returncode, None, "error", tuple(evidence), report)
+    return ev.DaemonExited(t, pid, 0, None, "clean", ("exit status 0",), report)
+
+
+def config_addresses(config_text: str) -> tuple[str | None, str | None]:
+    """(``[daemon].listen``, ``[daemon].status_listen``) of a config text; None where unset or unreadable."""
+    try:
+        daemon = tomllib.loads(config_text).get("daemon", {})
+    except tomllib.TOMLDecodeError:
+        return None, None
+    if not isinstance(daemon, dict):
+        return None, None
+    listen, status = daemon.get("listen"), daemon.get("status_listen")
+    return (
+        listen if isinstance(listen, str) and listen else None,
+        status if isinstance(status, str) and status else None,
+    )
+
+
+def _progress_text(event: ev.Event) -> str | None:
+    """A startup progress line for the notable log events (SRS / PCE loads and startup steps)."""
+    if isinstance(event, ev.DaemonStarting):
+        return "daemon starting"
+    if isinstance(event, ev.EngineStarted):
+        return "engine started"
+    if isinstance(event, ev.SrsLoadStarted):
+        size = f" ({event.file_size_gib} GiB)" if event.file_size_gib is not None else ""
+        return f"loading SRS {event.circuit_id}{size}"
+    if isinstance(event, ev.SrsLoaded):
+        return f"SRS {event.circuit_id} loaded"
+    if isinstance(event, ev.PceActivity):
+        return f"PCE {event.phase.replace('_', ' ')} {event.circuit_id or ''}".rstrip()
+    if isinstance(event, ev.DaemonReady):
+        return f"daemon says ready on {event.address}; waiting for it to answer GetStatus"
+    if isinstance(event, ev.FatalErrorLine):
+        return f"Error: {event.context}"
+    return None
+
+
+class _ExitWatch:
+    """Resolves when a pid exits: a pidfd read by the event loop, or polling where pidfds are missing."""
+
+    def __init__(self, pid: int, reap: Callable[[], int | None] | None) -> None:
+        self._pid = pid
+        self._reap = reap
+        self.done: asyncio.Future[int | None] = asyncio.get_running_loop().create_future()
+        self._fd: int | None = None
+        self._task: asyncio.Task[None] | None = None
+        try:
+            self._fd = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            self._task = asyncio.ensure_future(self._poll())
+            return
+        asyncio.get_running_loop().add_reader(self._fd, self._on_readable)
+
+    def _returncode(self) -> int | None:
+        return self._reap() if self._reap is not None else None
+
+    def _gone(self) -> bool:
+        if self._reap is not None:
+            return self._reap() is not None
+        try:
+            os.kill(self._pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
+
+    def _on_readable(self) -> None:
+        self.close()
+        if not self.done.done():
+            self.done.set_result(self._returncode())
+
+    async def _poll(self) -> None:
+        while not self._gone():
+            await asyncio.sleep(_POLL_S)
+        if not self.done.done():
+            self.done.set_result(self._returncode())
+
+    def close(self) -> None:
+        if self._fd is not None:
+            asyncio.get_running_loop().remove_reader(self._fd)
+            os.close(self._fd)
+            self._fd = None
+        if self._task is not None and self._task is not asyncio.current_task():
+            self._task.cancel()
+
+
+class Supervisor:
+    """Owns one daemon at a time (or watches an attached one) and reports every step as an event.
+
+    Events go to the session's events.jsonl and to ``on_event``; ``on_progress`` receives short
+    startup progress texts taken from the daemon's log while waiting for readiness.
+    """
+
+    def __init__(
+        self,
+        session: SessionWriter,
+        program: DaemonProgram | None,
+        *,
+        listen: str | None = None,
+        on_event: EventSink | None = None,
+        on_progress: Callable[[str], None] | None = None,
+        memory_limit: int | None = None,
+        start_timeout: float = DEFAULT_START_TIMEOUT_S,
+        stop_grace: float = DEFAULT_STOP_GRACE_S,
+        env: Mapping[str, str] | None = None,
+        no_color: bool = True,
+    ) -> None:
+        self.session = session
+        self.program = program
+        self.listen = listen
+        self.status_url: str | None = None
+        self.log_path: Path | None = session.daemon_log_path if program is not None else None
+        self.memory_limit = memory_limit
+        self.start_timeout = start_timeout
+        self.stop_grace = stop_grace
+        self._on_event = on_event
+        self._on_progress = on_progress
+        self._env = dict(os.environ if env is None else env)
+        if no_color:
+            self._env["NO_COLOR"] = "1"
+        self.cgroup: MemoryCgroup | None = None
+        self.pid: int | None = None
+        self.config_version: int | None = None
+        self.config_path: Path | None = None
+        self.last_exit: ev.DaemonExited | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._watch: _ExitWatch | None = None
+        self._exit_task: asyncio.Task[ev.DaemonExited] | None = None
+        self._client: DaemonClient | None = None
+        self._launch_offset = 0
+        self._oom_before: int | None = None
+        self._sent_signals: list[int] = []
+
+    # -- events ---------------------------------------------------------------------------
+
+    def _emit(self, event: ev.ObservedEvent) -> None:
+        self.session.append_event(event)
+        if self._on_event is not None:
+            self._on_event(event)
+
+    # -- state ----------------------------------------------------------------------------
+
+    @property
+    def client(self) -> DaemonClient:
+        """A client for the current daemon run (a new channel per run, so no reconnect backoff carries over)."""
+        if self._client is None:
+            if self.listen is None:
+                raise SupervisorError("no daemon address yet")
+            self._client = DaemonClient(self.listen)
+        return self._client
+
+    @property
+    def running(self) -> bool:
+        return self._exit_task is not None and not self._exit_task.done()
+
+    @property
+    def mode(self) -> ev.DaemonMode:
+        return self.program.mode if self.program is not None else "attached"
+
+    async def exited(self) -> ev.DaemonExited:
+        """Wait for the current daemon run to end and return its diagnosis."""
+        if self._exit_task is None:
+            if self.last_exit is None:
+                raise SupervisorError("no daemon has been started")
+            return self.last_exit
+        return await asyncio.shield(self._exit_task)
+
+    # -- start ----------------------------------------------------------------------------
+
+    def _ensure_cgroup(self) -> MemoryCgroup:
+        if self.cgroup is None:
+            assert self.memory_limit is not None
+            name = f"cuzk-tui-{self.session.path.name}-{os.getpid()}"
+            try:
+                self.cgroup = MemoryCgroup.create(name, self.memory_limit)
+            except CgroupError as error:
+                raise SupervisorError(
+                    f"cannot run the daemon under a {self.memory_limit}-byte memory limit: {error}"
+                ) from error
+            self.session.write_meta({"cgroup": {"path": str(self.cgroup.path), "limit_bytes": self.memory_limit}})
+        return self.cgroup
+
+    async def start(self, config_text: str, changes: Sequence[str] = ()) -> ev.DaemonReadyObserved:
+        """Store ``config_text`` as the next config version, launch the daemon with it and wait for readiness.
+
+        ``changes`` describes what differs from the previous version (recorded in ConfigApplied).
+        Raises DaemonStartError (with the exit diagnosis) when the daemon dies or stays silent.
+        """
+        if self.program is None:
+            raise SupervisorError("an attached daemon cannot be started by the tool")
+        if self.running:
+            raise SupervisorError(f"the daemon (pid {self.pid}) is still running")
+        listen, status_listen = config_addresses(config_text)
+        self.listen = self.listen or listen
+        if self.listen is None:
+            raise SupervisorError("no listen address: give one or set [daemon].listen in the config")
+        self.status_url = status_listen
+        version, path = self.session.add_config_version(config_text)
+        self.config_version, self.config_path = version, path
+        argv = [*self.program.argv, "-c", str(path), "-l", self.listen]
+        cgroup_path: str | None = None
+        if self.memory_limit is not None:
+            cgroup = self._ensure_cgroup()
+            cgroup_path = str(cgroup.path)
+            self._oom_before = cgroup.oom_kill_count()
+            argv = [sys.executable, "-m", "cuzktui.cgexec", cgroup_path, "--", *argv]
+        await self._reset_client()
+        log_fd = self.session.open_daemon_log()
+        try:
+            self._launch_offset = os.fstat(log_fd).st_size
+            self._proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log_fd,
+                stderr=log_fd,
+                env=self._env,
+                start_new_session=True,
+                cwd=self.session.path,
+            )
+        finally:
+            os.close(log_fd)
+        self.pid = self._proc.pid
+        self._sent_signals = []
+        launched_t = time.time()
+        self._emit(
+            ev.DaemonLaunched(
+                t=launched_t,
+                mode=self.program.mode,
+                pid=self.pid,
+                command=tuple(argv),
+                config_path=str(path),
+                listen=self.listen,
+                log_path=str(self.session.daemon_log_path),
+                status_url=self.status_url,
+                cgroup_path=cgroup_path,
+                memory_limit_bytes=self.memory_limit,
+            )
+        )
+        self._watch = _ExitWatch(self.pid, self._proc.poll)
+        self._exit_task = asyncio.ensure_future(self._observe_exit(self._watch))
+        ready = await self._wait_ready(launched_t)
+        self._emit(ev.ConfigApplied(t=time.time(), version=version, path=str(path), changes=tuple(changes)))
+        return ready
+
+    async def attach(
+        self, address: str, *, status_url: str | None = None, log_path: str | None = None, pid: int | None = None
+    ) -> ev.DaemonReadyObserved:
+        """Watch a daemon that is already running; process control only as far as ``pid`` allows."""
+        self.program = None
+        self.listen, self.status_url, self.pid = address, status_url, pid
+        self.log_path = Path(log_path) if log_path is not None else None
+        # Startup progress and a fatal report can only come from lines written from now on.
+        self._launch_offset = 0
+        if self.log_path is not None:
+            with contextlib.suppress(OSError):
+                self._launch_offset = self.log_path.stat().st_size
+        await self._reset_client()
+        t = time.time()
+        self._emit(
+            ev.DaemonLaunched(
+                t=t,
+                mode="attached",
+                pid=pid,
+                command=(),
+                config_path=None,
+                listen=address,
+                log_path=log_path,
+                status_url=status_url,
+            )
+        )
+        if pid is not None:
+            self._watch = _ExitWatch(pid, None)
+            self._exit_task = asyncio.ensure_future(self._observe_exit(self._watch))
+        return await self._wait_ready(t)
+
+    async def _reset_client(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    async def _wait_ready(self, launched_t: float) -> ev.DaemonReadyObserved:
+        deadline = time.monotonic() + self.start_timeout
+        follower = self._progress_follower()
+        while True:
+            if follower is not None and self._on_progress is not None:
+                for event in follower.poll():
+                    text = _progress_text(event)
+                    if text is not None:
+                        self._on_progress(text)
+            if self._exit_task is not None and self._exit_task.done():
+                exit = self._exit_task.result()
+                detail = exit.error_report or "; ".join(exit.evidence)
+                raise DaemonStartError(f"the daemon exited before it was ready ({exit.cause}): {detail}", exit)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise DaemonStartError(f"the daemon did not answer GetStatus within {self.start_timeout:.0f} s")
+            with contextlib.suppress(ClientError):
+                await self.client.get_status(timeout=min(2.0, remaining))
+                ready = ev.DaemonReadyObserved(t=time.time(), pid=self.pid, startup_s=time.time() - launched_t)
+                self._emit(ready)
+                return ready
+            await self._sleep_or_exit(_POLL_S)
+
+    def _progress_follower(self) -> LogFollower | None:
+        if self.log_path is None:
+            return None
+        return LogFollower(self.log_path, self._launch_offset)
+
+    async def _sleep_or_exit(self, seconds: float) -> None:
+        if self._exit_task is None:
+            await asyncio.sleep(seconds)
+            return
+        await asyncio.wait([self._exit_task], timeout=seconds)
+
+    async def _observe_exit(self, watch: _ExitWatch) -> ev.DaemonExited:
+        returncode = await watch.done
+        watch.close()
+        oom_after = self.cgroup.oom_kill_count() if self.cgroup is not None and self.program is not None else None
+        kernel = None
+        if (returncode is None or returncode == -signal.SIGKILL) and self.pid is not None:
+            kernel = await asyncio.to_thread(kernel_oom_evidence, self.pid)
+        exit = classify_exit(
+            t=time.time(),
+            pid=self.pid,
+            returncode=returncode,
+            oom_kills_before=self._oom_before if oom_after is not None else None,
+            oom_kills_after=oom_after,
+            cgroup_path=str(self.cgroup.path) if self.cgroup is not None else None,
+            sent_signals=self._sent_signals,
+            log_tail=self._log_tail(),
+            kernel_evidence=kernel,
+        )
+        self.last_exit = exit
+        self._emit(exit)
+        return exit
+
+    def _log_tail(self) -> str:
+        if self.log_path is None:
+            return ""
+        try:
+            with self.log_path.open("rb") as f:
+                size = f.seek(0, os.SEEK_END)
+                start = max(self._launch_offset, size - _REPORT_TAIL_BYTES)
+                f.seek(start)
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    # -- drain / stop / restart -----------------------------------------------------------
+
+    async def _daemon_idle(self) -> bool:
+        """Nothing in flight inside the daemon, from /status when enabled, else from GetStatus."""
+        if self.status_url is not None:
+            with contextlib.suppress(StatusError, OSError, TimeoutError):
+                document = await fetch_status_json(self.status_url)
+                if document is not None:
+                    return _status_idle(document)
+        status = await self.client.get_status()
+        queued = any(q.pending or q.in_progress for q in status.queues)
+        return not queued and not any(g.current_job_id for g in status.gpus)
+
+    async def drain(self, timeout: float, outstanding: Callable[[], int] | None = None) -> None:
+        """Wait until nothing is in flight: ``outstanding()`` (e.g. the bench's unfinished jobs) is 0 and
+        the daemon reports no queued, synthesizing, GPU-waiting or proving work twice in a row.
+
+        The /status JSON is preferred (it sees every partition); GetStatus undercounts (its queues
+        only list jobs not yet taken by the dispatcher, reference §1.7) so the caller's own count
+        of unfinished jobs is the reliable half. Raises TimeoutError.
+        """
+        deadline = time.monotonic() + timeout
+        idle_in_a_row = 0
+        while idle_in_a_row < 2:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the daemon still had work in flight after {timeout:.0f} s")
+            if self._exit_task is not None and self._exit_task.done():
+                raise SupervisorError("the daemon exited while draining")
+            busy = outstanding is not None and outstanding() > 0
+            idle = not busy and await self._daemon_idle()
+            idle_in_a_row = idle_in_a_row + 1 if idle else 0
+            if idle_in_a_row < 2:
+                await self._sleep_or_exit(0.2)
+
+    def send_signal(self, number: int) -> None:
+        if self.pid is None or not self.running:
+            raise SupervisorError("no daemon process to signal")
+        self._sent_signals.append(number)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, number)
+
+    async def stop(self, grace: float | None = None) -> ev.DaemonExited:
+        """SIGTERM, then SIGKILL after ``grace`` seconds; returns the exit diagnosis."""
+        if self._exit_task is None or self._exit_task.done():
+            if self.last_exit is not None:
+                return self.last_exit
+            raise SupervisorError("no daemon process to stop (attached without a pid?)")
+        self.send_signal(signal.SIGTERM)
+        done, _ = await asyncio.wait([self._exit_task], timeout=self.stop_grace if grace is None else grace)
+        if not done:
+            self.send_signal(signal.SIGKILL)
+        return await self.exited()
+
+    async def restart(self, config_text: str, changes: Sequence[str] = ()) -> ev.DaemonReadyObserved:
+        """Stop the daemon (if running), then start it with a new config version and wait for readiness."""
+        if self.running:
+            await self.stop()
+        return await self.start(config_text, changes)
+
+    async def close(self, stop: bool = True) -> None:
+        """Release what the supervisor holds; with ``stop`` the daemon is stopped and its cgroup removed."""
+        if stop and self.running and self.pid is not None and self.program is not None:
+            await self.stop()
+        await self._reset_client()
+        if self._watch is not None and not self.running:
+            self._watch.close()
+        if self.cgroup is not None and not self.running:
+            with contextlib.suppress(CgroupError, OSError):
+                self.cgroup.remove()
+            self.cgroup = None
+
+
+def _status_idle(document: dict[str, Any]) -> bool:
+    try:
+        if document["synthesis"]["active"] or document["counters"]["queue_depth"]:
+            return False
+        if any(w["state"] == "proving" for w in document["gpu_workers"]):
+            return False
+        return all(p["state"] in ("done", "failed") for job in document["pipelines"] for p in job["partitions"])
+    except (KeyError, TypeError) as error:
+        raise StatusError(f"unexpected /status document: {error}") from error

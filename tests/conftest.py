@@ -1,0 +1,125 @@
+"""Shared fixtures: a running cuzk-engine, engine configs, and the memory-cgroup skip rule.
+
+``engine_config_text(**sections)`` builds a small engine config (fast ``time_scale``, one GPU);
+``running_engine`` starts ``cuzk-engine`` on a unix socket in the test's tmp_path and waits until
+it answers GetStatus; ``memory_cgroup_or_skip()`` skips a test with the reason when this machine
+cannot create memory cgroups. Every process and cgroup made here is removed at teardown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomlkit
+
+from cuzktui.client import ClientError, DaemonClient
+from cuzktui.supervisor import engine_program
+
+# Fast enough for tests on two shared cores, slow enough that phases still overlap.
+TEST_TIME_SCALE = 0.003
+ENGINE_READY_TIMEOUT_S = 60.0
+
+
+def engine_available() -> bool:
+    return importlib.util.find_spec("engine.__main__") is not None
+
+
+def require_engine() -> None:
+    if not engine_available():
+        pytest.skip("cuzk-engine (engine/__main__.py) is not in this tree yet")
+
+
+def engine_config_text(sections: Mapping[str, Mapping[str, Any]] | None = None, **kwargs: Any) -> str:
+    """An engine config: test defaults (``[engine] time_scale``, one GPU) overridden per section.
+
+    ``engine_config_text({"pipeline": {"max_parallel_synthesis": 4}})`` or the same as keywords.
+    """
+    merged: dict[str, dict[str, Any]] = {"engine": {"time_scale": TEST_TIME_SCALE, "gpus": 1}}
+    for section, values in {**(sections or {}), **kwargs}.items():
+        merged.setdefault(section, {}).update(values)
+    return tomlkit.dumps(merged)
+
+
+def memory_cgroup_or_skip() -> None:
+    """Skip unless a memory cgroup can be created and removed here (root, v1 or v2 memory controller)."""
+    from cuzktui.system import CgroupError, MemoryCgroup
+
+    try:
+        probe = MemoryCgroup.create(f"cuzk-tui-probe-{os.getpid()}", 64 << 20)
+    except CgroupError as error:
+        pytest.skip(f"memory cgroups are not writable here: {error}")
+    probe.remove()
+
+
+@dataclass(frozen=True)
+class EngineHandle:
+    address: str
+    config_path: Path
+    log_path: Path
+    proc: subprocess.Popen[bytes]
+
+
+async def wait_until_serving(address: str, timeout: float, proc: subprocess.Popen[bytes] | None = None) -> None:
+    """Poll GetStatus until it answers (the readiness rule of reference §0.6)."""
+    deadline = time.monotonic() + timeout
+    async with DaemonClient(address) as client:
+        while True:
+            try:
+                await client.get_status(timeout=2)
+                return
+            except ClientError:
+                if proc is not None and proc.poll() is not None:
+                    raise RuntimeError(f"the engine exited with status {proc.returncode} before serving") from None
+                if time.monotonic() > deadline:
+                    raise
+            await asyncio.sleep(0.05)
+
+
+@pytest.fixture
+def start_engine(tmp_path: Path) -> Iterator[Any]:
+    """A factory: ``await start_engine(config_text)`` → a serving EngineHandle (killed at teardown)."""
+    require_engine()
+    procs: list[subprocess.Popen[bytes]] = []
+
+    async def start(config_text: str | None = None, name: str = "engine") -> EngineHandle:
+        directory = tmp_path / name
+        directory.mkdir(mode=0o700)
+        config = directory / "cuzk.toml"
+        config.write_text(config_text if config_text is not None else engine_config_text())
+        log = directory / "daemon.log"
+        address = f"unix://{directory}/cuzk.sock"
+        with log.open("ab") as out:
+            proc = subprocess.Popen(
+                [*engine_program().argv, "-c", str(config), "-l", address],
+                stdout=out,
+                stderr=out,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, "NO_COLOR": "1"},
+                start_new_session=True,
+            )
+        procs.append(proc)
+        await wait_until_serving(address, ENGINE_READY_TIMEOUT_S, proc)
+        return EngineHandle(address, config, log, proc)
+
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+
+
+@pytest.fixture
+async def running_engine(start_engine: Any) -> EngineHandle:
+    """One engine with the test defaults, serving on a unix socket."""
+    handle: EngineHandle = await start_engine()
+    return handle

@@ -1,0 +1,186 @@
+"""The benchmark runner: inputs, request ids, budget lowering, and the OOM recovery loop."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cuzktui import events as ev
+from cuzktui.bench import (
+    BenchOptions,
+    BenchRunner,
+    BenchUsageError,
+    build_requests,
+    format_summary,
+    lowered_budget,
+    nominal_memory_limit,
+    read_vanilla_file,
+)
+from cuzktui.client import DaemonDied
+from cuzktui.planner import cgroup_aware_budget
+from cuzktui.proto import proving_pb2 as pb
+from cuzktui.session import SessionWriter, iter_session_events
+
+GiB = 1 << 30
+
+
+def test_synthetic_requests_have_curio_ids_and_are_deterministic() -> None:
+    porep = build_requests("porep", 3, input_path=None, bench_id="b1")
+    assert [r.request_id for r in porep] == ["porep-1000-1", "porep-1000-2", "porep-1000-3"]
+    assert porep == build_requests("porep", 3, input_path=None, bench_id="b1")
+    wrapper = json.loads(porep[0].vanilla_proof)
+    assert wrapper["SectorNum"] == 1 and base64.b64decode(wrapper["Phase1Out"])
+    assert porep[0].proof_kind == pb.POREP_SEAL_COMMIT
+    snap = build_requests("snap", 1, input_path=None, bench_id="b1")[0]
+    assert snap.request_id == "snap-1000-1" and len(snap.vanilla_proofs) == 16 and len(snap.comm_r_old) == 32
+    wdpost = build_requests("wpost", 2, input_path=None, bench_id="b1")
+    assert wdpost[1].request_id.startswith("wdpost-1000-1-[") and wdpost[1].request_id.endswith("]")
+    assert len(wdpost[1].request_id.split("[")[1].split()) == 8
+    winning = build_requests("winning", 2, input_path=None, bench_id="b1")
+    assert winning[0].request_id == f"winpost-1000-{winning[0].randomness[:8].hex()}"
+    assert len({r.request_id for r in winning}) == 2
+    assert all(r.vanilla_proofs and all(r.vanilla_proofs) for r in [snap, *winning, *wdpost])
+
+
+def test_a_real_input_is_shared_and_ids_stay_unique(tmp_path: Path) -> None:
+    c1 = tmp_path / "c1.json"
+    c1.write_text(json.dumps({"SectorNum": 17, "Phase1Out": "AAAA", "SectorSize": 34359738368}))
+    requests = build_requests("porep", 2, input_path=c1, bench_id="b")
+    assert [r.request_id for r in requests] == ["porep-1000-17-1", "porep-1000-17-2"]
+    assert all(r.vanilla_proof == c1.read_bytes() and r.sector_number == 17 for r in requests)
+
+
+def test_vanilla_files_are_read_like_cuzk_bench(tmp_path: Path) -> None:
+    array = tmp_path / "array.json"
+    array.write_text(json.dumps([base64.b64encode(b"one").decode(), base64.b64encode(b"two").decode()]))
+    raw = tmp_path / "raw.bin"
+    raw.write_bytes(b"\x00\x01bincode")
+    assert read_vanilla_file(array) == [b"one", b"two"]
+    assert read_vanilla_file(raw) == [b"\x00\x01bincode"]
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    with pytest.raises(BenchUsageError, match="empty"):
+        read_vanilla_file(empty)
+
+
+def test_the_budget_goes_from_auto_to_cgroup_aware_then_down_ten_percent() -> None:
+    nominal = 256 * GiB
+    first = lowered_budget("auto", nominal)
+    assert first == f"{cgroup_aware_budget(nominal) // GiB}GiB"
+    assert lowered_budget("200GiB", nominal) == "180GiB"
+    assert lowered_budget("1GiB", nominal) == "921MiB"
+
+
+def test_the_engine_limit_is_counted_in_nominal_bytes() -> None:
+    assert nominal_memory_limit("[engine]\nmemory_scale = 0.00390625\n", "engine", GiB) == 256 * GiB
+    assert nominal_memory_limit("", "engine", GiB) == 256 * GiB  # the engine's default scale, 1/256
+    assert nominal_memory_limit("", "real", GiB) == GiB
+
+
+# -- the recovery loop, against a scripted daemon -------------------------------------------------
+
+
+class _ScriptedDaemon:
+    """Stands in for the supervisor: each run completes ``survive[run]`` proofs, then dies with ``causes[run]``."""
+
+    def __init__(self, session: SessionWriter, survive: list[int], causes: list[ev.ExitCause]) -> None:
+        self.session = session
+        self.mode = "engine"
+        self.memory_limit: int | None = GiB
+        self.survive, self.causes = survive, causes
+        self.run = 0
+        self.configs: list[str] = []
+        self.proved: list[list[str]] = [[]]
+        self._exit: asyncio.Future[ev.DaemonExited] = asyncio.get_running_loop().create_future()
+
+    @property
+    def client(self) -> _ScriptedDaemon:
+        return self
+
+    async def exited(self) -> ev.DaemonExited:
+        return await asyncio.shield(self._exit)
+
+    async def start(self, config_text: str, changes: Any = ()) -> None:
+        self.configs.append(config_text)
+        self.run += 1
+        self.proved.append([])
+        self._exit = asyncio.get_running_loop().create_future()
+
+    async def prove(self, request: pb.SubmitProofRequest, timeout: float | None = None) -> pb.AwaitProofResponse:
+        exit = self._exit
+        if exit.done():
+            raise DaemonDied("Prove", "UNAVAILABLE: Socket closed")
+        limit = self.survive[self.run] if self.run < len(self.survive) else None
+        if limit is not None and len(self.proved[self.run]) >= limit:
+            cause = self.causes[self.run]
+            evidence = ("killed by SIGKILL", "oom_kill 0 → 1") if cause == "oom_kill" else ("exit status 101",)
+            exit.set_result(ev.DaemonExited(0.0, 1, -9, 9, cause, evidence))
+            raise DaemonDied("Prove", "UNAVAILABLE: Socket closed")
+        self.proved[self.run].append(request.request_id)
+        await asyncio.sleep(0)
+        return pb.AwaitProofResponse(job_id=request.request_id, status=pb.AwaitProofResponse.COMPLETED, total_ms=5)
+
+
+def _runner(tmp_path: Path, daemon: _ScriptedDaemon, count: int, retries: int = 3) -> BenchRunner:
+    options = BenchOptions(kind="porep", count=count, concurrency=2, oom_retries=retries)
+    requests = build_requests("porep", count, input_path=None, bench_id="b")
+    config = '[memory]\ntotal_budget = "auto"\n'
+    return BenchRunner(daemon, options, config, requests=requests, bench_id="b")  # type: ignore[arg-type]
+
+
+async def test_oom_kills_lower_the_budget_and_resubmit_only_unfinished_proofs(tmp_path: Path) -> None:
+    session = SessionWriter(tmp_path / "s")
+    daemon = _ScriptedDaemon(session, survive=[3, 2], causes=["oom_kill", "oom_kill"])
+    summary = await _runner(tmp_path, daemon, count=8).run()
+    assert (summary.outcome, summary.completed, summary.failed) == ("completed", 8, 0)
+    done = [job for run in daemon.proved for job in run]
+    assert sorted(done) == sorted(f"porep-1000-{i}" for i in range(1, 9))  # each proof proved exactly once
+    first = f"{cgroup_aware_budget(256 * GiB) // GiB}GiB"
+    second = f"{int(cgroup_aware_budget(256 * GiB) // GiB * GiB * 0.9) // GiB}GiB"
+    assert [r.total_budget for r in summary.restarts] == [first, second]
+    assert [r.resubmitted for r in summary.restarts] == [5, 3]
+    assert f'total_budget = "{second}"' in daemon.configs[-1]
+    recorded = [type(e).__name__ for e in iter_session_events(session.path)]
+    assert recorded.count("BenchRestart") == 2 and recorded[-1] == "BenchFinished"
+    assert "restart 2:" in format_summary(summary)
+
+
+async def test_running_out_of_oom_retries_fails_and_marks_the_rest_lost(tmp_path: Path) -> None:
+    session = SessionWriter(tmp_path / "s")
+    daemon = _ScriptedDaemon(session, survive=[1, 1], causes=["oom_kill", "oom_kill"])
+    summary = await _runner(tmp_path, daemon, count=4, retries=1).run()
+    assert (summary.outcome, summary.completed, summary.failed) == ("failed", 2, 2)
+    assert [r.status for r in summary.results] == ["COMPLETED", "COMPLETED", "LOST", "LOST"]
+    assert summary.error is not None and "no OOM retries left" in summary.error
+
+
+async def test_a_death_that_is_not_an_oom_kill_fails_the_run_with_the_diagnosis(tmp_path: Path) -> None:
+    session = SessionWriter(tmp_path / "s")
+    daemon = _ScriptedDaemon(session, survive=[2], causes=["error"])
+    summary = await _runner(tmp_path, daemon, count=4).run()
+    assert summary.outcome == "failed" and summary.restarts == ()
+    assert summary.error is not None and "the daemon died (error): exit status 101" in summary.error
+    assert daemon.run == 0
+
+
+async def test_cancel_stops_the_run(tmp_path: Path) -> None:
+    session = SessionWriter(tmp_path / "s")
+    daemon = _ScriptedDaemon(session, survive=[], causes=[])
+    runner = _runner(tmp_path, daemon, count=50)
+    original = daemon.prove
+
+    async def prove_then_cancel(request: pb.SubmitProofRequest, timeout: float | None = None) -> Any:
+        if len(daemon.proved[0]) == 3:
+            runner.cancel()
+        return await original(request, timeout)
+
+    daemon.prove = prove_then_cancel  # type: ignore[method-assign]
+    summary = await runner.run()
+    assert summary.outcome == "cancelled"
+    assert 3 <= summary.completed < 50
+    assert next(e for e in iter_session_events(session.path) if isinstance(e, ev.BenchFinished)).outcome == "cancelled"

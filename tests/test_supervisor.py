@@ -1,0 +1,206 @@
+"""The supervisor: exit diagnosis, and the daemon lifecycle against cuzk-engine."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+import stat
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cuzktui import events as ev
+from cuzktui.bench import build_requests
+from cuzktui.client import fetch_status_json
+from cuzktui.proto import proving_pb2 as pb
+from cuzktui.session import SessionWriter, iter_session_events
+from cuzktui.supervisor import (
+    DaemonStartError,
+    Supervisor,
+    classify_exit,
+    engine_program,
+    extract_error_report,
+)
+from tests.conftest import engine_config_text, memory_cgroup_or_skip, require_engine
+
+FATAL = 'Error: failed to load config from "/x/cuzk.toml"\n\nCaused by:\n    TOML parse error at line 1, column 10\n'
+GiB = 1 << 30
+
+
+# -- diagnosis ---------------------------------------------------------------------------------
+
+
+def test_sigkill_with_the_cgroup_oom_counter_up_is_an_oom_kill() -> None:
+    exit = classify_exit(
+        t=1.0, pid=5, returncode=-9, oom_kills_before=0, oom_kills_after=1, cgroup_path="/sys/fs/cgroup/memory/g"
+    )
+    assert (exit.cause, exit.signal) == ("oom_kill", 9)
+    assert "memory cgroup /sys/fs/cgroup/memory/g: oom_kill 0 → 1" in exit.evidence
+
+
+def test_sigkill_without_oom_evidence_is_a_plain_signal() -> None:
+    exit = classify_exit(
+        t=1.0, pid=5, returncode=-9, oom_kills_before=2, oom_kills_after=2, cgroup_path="/g", sent_signals=[9]
+    )
+    assert (exit.cause, exit.signal) == ("signal", 9)
+    assert "SIGKILL was sent by the supervisor" in exit.evidence
+    assert any("unchanged" in e for e in exit.evidence)
+
+
+def test_the_kernel_log_alone_can_prove_an_oom_kill() -> None:
+    line = "Out of memory: Killed process 5 (cuzk-daemon) total-vm:1kB"
+    exit = classify_exit(t=1.0, pid=5, returncode=-9, kernel_evidence=line)
+    assert exit.cause == "oom_kill"
+    assert line in exit.evidence
+
+
+def test_a_non_zero_exit_carries_its_error_report() -> None:
+    exit = classify_exit(t=1.0, pid=5, returncode=1, log_tail="INFO something\n" + FATAL)
+    assert exit.cause == "error"
+    assert exit.error_report == FATAL.strip()
+    assert exit.evidence == ("exit status 1", 'Error: failed to load config from "/x/cuzk.toml"')
+
+
+def test_clean_and_unknown_exits() -> None:
+    assert classify_exit(t=1.0, pid=5, returncode=0).cause == "clean"
+    assert classify_exit(t=1.0, pid=None, returncode=None).cause == "unknown"
+
+
+def test_the_last_report_wins_and_panics_count() -> None:
+    tail = FATAL + "later\nthread 'main' panicked at src/main.rs:1:1:\nboom\n"
+    assert extract_error_report(tail) == "thread 'main' panicked at src/main.rs:1:1:\nboom"
+    assert extract_error_report("all fine\n") is None
+
+
+# -- lifecycle against the engine ------------------------------------------------------------
+
+
+@pytest.fixture
+async def supervised(tmp_path: Path) -> AsyncIterator[tuple[Supervisor, list[ev.ObservedEvent]]]:
+    require_engine()
+    session = SessionWriter(tmp_path / "session")
+    seen: list[ev.ObservedEvent] = []
+    supervisor = Supervisor(
+        session, engine_program(), listen=f"unix://{tmp_path}/d.sock", on_event=seen.append, start_timeout=60
+    )
+    try:
+        yield supervisor, seen
+    finally:
+        await supervisor.close(stop=True)
+        session.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _config(**pipeline: Any) -> str:
+    return engine_config_text(memory={"total_budget": "256GiB"}, pipeline=pipeline)
+
+
+def _pipelines(session: SessionWriter) -> list[int | None]:
+    return [e.synth_worker_count for e in iter_session_events(session.path) if isinstance(e, ev.PipelineConfigured)]
+
+
+async def test_start_is_ready_when_getstatus_answers_and_every_step_is_recorded(
+    supervised: tuple[Supervisor, list[ev.ObservedEvent]],
+) -> None:
+    supervisor, seen = supervised
+    ready = await supervisor.start(_config(max_parallel_synthesis=3))
+    assert ready.pid == supervisor.pid
+    status = await supervisor.client.get_status()
+    assert status.uptime_seconds >= 0
+    assert [type(e) for e in seen] == [ev.DaemonLaunched, ev.DaemonReadyObserved, ev.ConfigApplied]
+    launched = seen[0]
+    assert isinstance(launched, ev.DaemonLaunched)
+    assert launched.mode == "engine" and launched.config_path == str(supervisor.session.config_versions()[0])
+    recorded = [e for e in iter_session_events(supervisor.session.path) if isinstance(e, type(seen[0]))]
+    assert recorded == [launched]
+    assert stat.S_IMODE(supervisor.session.daemon_log_path.stat().st_mode) == 0o600
+    assert any(isinstance(e, ev.DaemonStarting) for e in iter_session_events(supervisor.session.path))
+
+
+async def test_sigterm_stop_is_classified_as_that_signal(supervised: tuple[Supervisor, list[ev.ObservedEvent]]) -> None:
+    supervisor, seen = supervised
+    await supervisor.start(_config())
+    exit = await supervisor.stop()
+    assert (exit.cause, exit.signal) == ("signal", signal.SIGTERM)
+    assert "SIGTERM was sent by the supervisor" in exit.evidence
+    assert seen[-1] == exit
+    assert not supervisor.running
+
+
+async def test_restart_applies_a_changed_knob(supervised: tuple[Supervisor, list[ev.ObservedEvent]]) -> None:
+    supervisor, seen = supervised
+    await supervisor.start(_config(max_parallel_synthesis=3))
+    await supervisor.restart(_config(max_parallel_synthesis=5), changes=("pipeline.max_parallel_synthesis 3 → 5",))
+    assert _pipelines(supervisor.session) == [3, 5]
+    applied = [e for e in seen if isinstance(e, ev.ConfigApplied)]
+    assert [a.version for a in applied] == [1, 2]
+    assert applied[1].changes == ("pipeline.max_parallel_synthesis 3 → 5",)
+    assert "max_parallel_synthesis = 5" in Path(applied[1].path).read_text()
+    assert [type(e) for e in seen].count(ev.DaemonExited) == 1
+
+
+async def test_drain_waits_for_work_in_flight(supervised: tuple[Supervisor, list[ev.ObservedEvent]]) -> None:
+    supervisor, _ = supervised
+    port = _free_port()
+    config = engine_config_text(memory={"total_budget": "256GiB"}, daemon={"status_listen": f"127.0.0.1:{port}"})
+    await supervisor.start(config)
+    await supervisor.drain(timeout=10)  # idle daemon: returns at once
+    request = pb.SubmitProofRequest(
+        request_id="winpost-1000-0001020304050607", proof_kind=pb.WINNING_POST, vanilla_proofs=[b"x" * 64],
+        randomness=bytes(32),
+    )  # fmt: skip
+    await supervisor.client.submit_proof(request)
+    await supervisor.drain(timeout=60)
+    document = await fetch_status_json(f"127.0.0.1:{port}")
+    assert document is not None
+    status = await supervisor.client.get_status()
+    assert status.total_proofs_completed + status.total_proofs_failed == 1
+
+
+async def test_a_bad_config_is_an_error_exit_with_its_report(
+    supervised: tuple[Supervisor, list[ev.ObservedEvent]],
+) -> None:
+    supervisor, seen = supervised
+    with pytest.raises(DaemonStartError) as caught:
+        await supervisor.start("[pipeline\nmax_parallel_synthesis = 3\n")
+    exit = caught.value.exit
+    assert exit is not None and exit.cause == "error" and exit.returncode == 1
+    assert exit.error_report is not None and exit.error_report.startswith("Error: failed to load config")
+    assert "Caused by:" in exit.error_report
+    assert seen[-1] == exit
+    assert not any(isinstance(e, ev.ConfigApplied) for e in seen)
+
+
+async def test_oom_kill_in_a_memory_cgroup_is_diagnosed(tmp_path: Path) -> None:
+    require_engine()
+    memory_cgroup_or_skip()
+    session = SessionWriter(tmp_path / "session")
+    supervisor = Supervisor(
+        session, engine_program(), listen=f"unix://{tmp_path}/d.sock", memory_limit=1 * GiB, start_timeout=60
+    )
+    config = engine_config_text(
+        engine={"mem_total": "256GiB"},
+        memory={"total_budget": "auto"},
+        pipeline={"max_parallel_synthesis": 18},
+    )
+    try:
+        await supervisor.start(config)
+        client = supervisor.client
+        requests = build_requests("porep", 4, input_path=None, bench_id="oom")
+        jobs = [asyncio.ensure_future(client.prove(r, timeout=120)) for r in requests]
+        exit = await asyncio.wait_for(supervisor.exited(), timeout=120)
+        await asyncio.gather(*jobs, return_exceptions=True)
+    finally:
+        await supervisor.close(stop=True)
+        session.close()
+    assert (exit.cause, exit.signal) == ("oom_kill", signal.SIGKILL)
+    assert any("oom_kill 0 → 1" in e for e in exit.evidence), exit.evidence
+    assert supervisor.cgroup is None  # removed at close
