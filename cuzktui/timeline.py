@@ -1,0 +1,700 @@
+"""The waterfall model: job -> partitions -> phases, per-worker GPU lanes, and the figures on top.
+
+Fed with parsed log events in log order (:meth:`Timeline.apply`). Per partition the phases are
+synthesis (SYNTH_START -> SYNTH_END), GPU queue wait (GPU_QUEUE -> GPU_PICKUP), pre-prove
+overhead (GPU_PICKUP -> GPU_START) and GPU (GPU_START -> GPU_END); a monolithic job (PoSt,
+batched PoRep) is one partition, index 0.
+
+Time axis: one axis in seconds for the whole session. A TIMELINE offset is anchored to wall
+time by the ``starting cuzk engine`` line of its daemon run (``wall = engine_ts + offset/1000``).
+Every daemon run is a :class:`Segment` (``cuzk-daemon starting`` or a second engine start opens
+one); a segment with no anchor keeps relative offsets placed after the previous segment and
+says ``anchored=False``. Jobs are keyed by (segment, job id): a benchmark that resubmits the
+same ids after a crash gets new jobs. When a segment ends, its still-running jobs become
+``incomplete`` and their open phases stay open (``incomplete`` on the partition).
+
+Lanes: per GPU worker id, the partitions it held, from pickup to GPU_END (the worker is busy
+from pickup; pickup -> start is normally 0). A worker may hold two partitions at once (the
+finalizer of one overlaps the prove of the next), so busy time is the union of intervals.
+
+Memory bound: at most ``max_jobs`` finished (completed / failed / incomplete) jobs are
+retained; the oldest finished ones are evicted with their lane entries, while the counters
+(completed, failed, incomplete, jobs seen) and the running sums behind the mean durations keep
+counting them. Running jobs are never evicted. Segments (one per daemon run) and the last
+``max_jobs`` completion times are kept; unattributed CUZK_TIMING lines keep only the last 256.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Final, Literal, NamedTuple
+
+from .events import (
+    CuzkTiming,
+    DaemonStarting,
+    EngineStarted,
+    FinTiming,
+    GpuTiming,
+    LogEvent,
+    LogRecord,
+    ProofAssembled,
+    ProofFailedLine,
+    TimelineEvent,
+)
+
+__all__ = [
+    "DEFAULT_MAX_JOBS",
+    "Job",
+    "JobStatus",
+    "LaneEntry",
+    "Partition",
+    "PipelineNow",
+    "Segment",
+    "Timeline",
+    "TimelineStats",
+]
+
+DEFAULT_MAX_JOBS: Final = 2000
+_UNATTACHED_KEPT: Final = 256
+# How far back in a worker's lane a GPU_TIMING/FIN_TIMING line may refer (the finalizer of a
+# partition reports after the worker picked up the next one or two).
+_LANE_LOOKBACK: Final = 8
+
+JobStatus = Literal["running", "completed", "failed", "incomplete"]
+
+
+def _span(start: float | None, end: float | None) -> float | None:
+    return None if start is None or end is None else end - start
+
+
+@dataclass(slots=True, eq=False)
+class Partition:
+    """One partition of a job: phase boundaries on the session axis (seconds) and its timings."""
+
+    job: Job
+    index: int
+    synth_start: float | None = None
+    synth_end: float | None = None
+    gpu_queue: float | None = None
+    gpu_pickup: float | None = None
+    gpu_start: float | None = None
+    gpu_end: float | None = None
+    worker: int | None = None
+    synth_ms: int | None = None  # as reported by SYNTH_END (excludes circuit construction)
+    gpu_ms: int | None = None  # as reported by GPU_END (prove call -> finalize)
+    failed: bool = False
+    incomplete: bool = False  # its daemon run ended with a phase of it still open
+    gpu_timing: dict[str, int] = field(default_factory=dict)
+    fin_timing: dict[str, int] = field(default_factory=dict)
+    cuzk_timing: dict[str, int] = field(default_factory=dict)
+    lane_start: float | None = None  # set when it joins a worker's lane
+
+    @property
+    def synth_s(self) -> float | None:
+        return _span(self.synth_start, self.synth_end)
+
+    @property
+    def queue_wait_s(self) -> float | None:
+        return _span(self.gpu_queue, self.gpu_pickup)
+
+    @property
+    def pre_prove_s(self) -> float | None:
+        return _span(self.gpu_pickup, self.gpu_start)
+
+    @property
+    def gpu_s(self) -> float | None:
+        return _span(self.gpu_start, self.gpu_end)
+
+
+@dataclass(slots=True, eq=False)
+class Job:
+    """One proof request within one daemon run."""
+
+    segment: int
+    job_id: str
+    monolithic: bool = False
+    kind: str | None = None  # only TIMELINE of monolithic jobs names it
+    status: JobStatus = "running"
+    partitions: dict[int, Partition] = field(default_factory=dict)
+    first_time: float | None = None
+    last_time: float | None = None
+    finished_at: float | None = None
+    error: str = ""
+    assembled: ProofAssembled | None = None
+
+    @property
+    def key(self) -> tuple[int, str]:
+        return (self.segment, self.job_id)
+
+    @property
+    def first_start(self) -> float | None:
+        """The earliest SYNTH_START of the job (the job has no start event of its own)."""
+        starts = [p.synth_start for p in self.partitions.values() if p.synth_start is not None]
+        return min(starts) if starts else None
+
+    @property
+    def synth_ms_total(self) -> int:
+        """Sum of the reported per-partition synth_ms (what AwaitProof calls synthesis_ms)."""
+        return sum(p.synth_ms or 0 for p in self.partitions.values())
+
+    @property
+    def gpu_ms_total(self) -> int:
+        """Sum of the reported per-partition gpu_ms (what AwaitProof calls gpu_compute_ms)."""
+        return sum(p.gpu_ms or 0 for p in self.partitions.values())
+
+
+@dataclass(slots=True)
+class Segment:
+    """One daemon run; ``origin`` is the axis time of TIMELINE offset 0."""
+
+    index: int
+    origin: float
+    anchored: bool = False
+    daemon_start: float | None = None
+    engine_started: bool = False
+    first_time: float | None = None
+    last_time: float | None = None
+    jobs: int = 0
+    completed: int = 0
+    failed: int = 0
+    incomplete: int = 0
+    ended: bool = False
+
+    def _see(self, t: float) -> None:
+        if self.first_time is None or t < self.first_time:
+            self.first_time = t
+        if self.last_time is None or t > self.last_time:
+            self.last_time = t
+
+
+class LaneEntry(NamedTuple):
+    """A worker's hold of one partition, pickup -> GPU_END (``end`` None: still open)."""
+
+    start: float
+    end: float | None
+    segment: int
+    job_id: str
+    partition: int
+
+
+class PipelineNow(NamedTuple):
+    """Partitions of the current daemon run in each stage right now."""
+
+    synthesizing: int
+    waiting_gpu: int
+    on_gpu: int
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineStats:
+    """The summary figures of a timeline (counters include evicted jobs)."""
+
+    segments: int
+    jobs_seen: int
+    running: int
+    completed: int
+    failed: int
+    incomplete: int
+    pipeline: PipelineNow
+    mean_synth_s: float | None
+    mean_queue_wait_s: float | None
+    mean_gpu_s: float | None
+    proofs_per_hour_segment: float | None  # the current daemon run, first start -> last event
+    proofs_per_hour_window: float | None  # completions in the last ``window_s``
+    window: tuple[float, float] | None
+    gpu_busy: dict[int, float]  # worker id -> busy fraction over ``window``
+    unattached_cuzk_timings: int
+
+
+class _Mean:
+    __slots__ = ("n", "total")
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.total = 0.0
+
+    def add(self, value: float | None) -> None:
+        if value is not None:
+            self.n += 1
+            self.total += value
+
+    @property
+    def mean(self) -> float | None:
+        return self.total / self.n if self.n else None
+
+
+class Timeline:
+    """The waterfall model; see the module docstring. Not thread-safe: feed it from one thread."""
+
+    def __init__(self, max_jobs: int = DEFAULT_MAX_JOBS) -> None:
+        if max_jobs < 1:
+            raise ValueError("max_jobs must be at least 1")
+        self.max_jobs = max_jobs
+        self.version = 0  # incremented on every change; the UI redraws when it moved
+        self.jobs_seen = 0
+        self.completed = 0
+        self.failed = 0
+        self.incomplete = 0
+        self.unattached_cuzk_timings = 0
+        self.unattached: deque[CuzkTiming] = deque(maxlen=_UNATTACHED_KEPT)
+        self._segments: list[Segment] = []
+        self._jobs: dict[tuple[int, str], Job] = {}
+        self._running: dict[tuple[int, str], Job] = {}
+        self._finished: dict[tuple[int, str], None] = {}  # in finishing order, for eviction
+        self._lanes: dict[int, list[Partition]] = {}
+        self._lane_dead = 0
+        self._open_gpu: dict[Partition, None] = {}
+        self._worker_gpu: dict[int, int] = {}
+        self._completions: deque[float] = deque(maxlen=max_jobs)
+        self._synth = _Mean()
+        self._queue = _Mean()
+        self._gpu = _Mean()
+        self._min_time: float | None = None
+        self._max_time: float | None = None
+
+    # ---------------------------------------------------------------------------- feeding
+
+    def apply(self, event: LogEvent) -> bool:
+        """Update the model with one event; True when anything changed (``version`` moved)."""
+        if isinstance(event, TimelineEvent):
+            changed = self._on_timeline(event)
+        elif isinstance(event, GpuTiming | FinTiming):
+            changed = self._on_worker_timing(event)
+        elif isinstance(event, CuzkTiming):
+            changed = self._on_cuzk_timing(event)
+        elif isinstance(event, ProofAssembled):
+            changed = self._on_assembled(event)
+        elif isinstance(event, ProofFailedLine):
+            changed = self._on_failed(event)
+        elif isinstance(event, DaemonStarting):
+            changed = self._on_daemon_starting(event)
+        elif isinstance(event, EngineStarted):
+            changed = self._on_engine_started(event)
+        elif isinstance(event, LogRecord) and event.message == "pipeline GPU worker started":
+            changed = self._on_worker_started(event)
+        else:
+            changed = False
+        if changed:
+            self.version += 1
+        return changed
+
+    def _see(self, segment: Segment, t: float) -> None:
+        segment._see(t)
+        if self._min_time is None or t < self._min_time:
+            self._min_time = t
+        if self._max_time is None or t > self._max_time:
+            self._max_time = t
+
+    def _current(self) -> Segment:
+        if not self._segments:
+            return self._open_segment(None)
+        return self._segments[-1]
+
+    def _open_segment(self, daemon_start: float | None) -> Segment:
+        if self._segments:
+            self._end_segment(self._segments[-1])
+        # Until the engine start anchors it, place the run after everything seen so far.
+        origin = daemon_start if daemon_start is not None else (self._max_time or 0.0)
+        segment = Segment(len(self._segments), origin, daemon_start=daemon_start)
+        self._segments.append(segment)
+        return segment
+
+    def _end_segment(self, segment: Segment) -> None:
+        segment.ended = True
+        for job in list(self._running.values()):
+            job.status = "incomplete"
+            job.finished_at = segment.last_time
+            for p in job.partitions.values():
+                if p.gpu_end is None and not p.failed and p.synth_start is not None:
+                    p.incomplete = True
+            segment.incomplete += 1
+            self.incomplete += 1
+            self._finish(job)
+        self._open_gpu.clear()
+
+    def _on_daemon_starting(self, event: DaemonStarting) -> bool:
+        current = self._segments[-1] if self._segments else None
+        if current is not None and current.jobs == 0 and not current.engine_started:
+            current.daemon_start = event.ts  # a log that began with a few lines of this run
+            if event.ts is not None and not current.anchored:
+                current.origin = event.ts
+            return True
+        self._open_segment(event.ts)
+        return True
+
+    def _on_engine_started(self, event: EngineStarted) -> bool:
+        segment = self._current()
+        if segment.engine_started or segment.jobs:
+            segment = self._open_segment(event.ts)
+        segment.engine_started = True
+        if event.ts is not None:
+            segment.origin = event.ts
+            segment.anchored = True
+            self._see(segment, event.ts)
+        return True
+
+    def _on_worker_started(self, event: LogRecord) -> bool:
+        worker, gpu = event.fields.get("worker_id", ""), event.fields.get("gpu", "")
+        if not (worker.isascii() and worker.isdigit() and gpu.isascii() and gpu.isdigit()):
+            return False
+        self._worker_gpu[int(worker)] = int(gpu)
+        return True
+
+    def _job(self, segment: Segment, job_id: str) -> Job:
+        key = (segment.index, job_id)
+        job = self._jobs.get(key)
+        if job is None:
+            job = Job(segment.index, job_id)
+            self._jobs[key] = job
+            self._running[key] = job
+            segment.jobs += 1
+            self.jobs_seen += 1
+        return job
+
+    def _partition(self, job: Job, index: int) -> Partition:
+        p = job.partitions.get(index)
+        if p is None:
+            p = job.partitions[index] = Partition(job, index)
+        return p
+
+    def _on_timeline(self, event: TimelineEvent) -> bool:
+        segment = self._current()
+        existing = self._jobs.get((segment.index, event.job_id))
+        if existing is not None and existing.monolithic:
+            index: int | None = 0  # WindowPoSt's GPU_END names a partition of the request, not ours
+        elif event.monolithic and (existing is None or not existing.partitions):
+            index = 0
+        else:
+            index = event.partition
+        if index is None:
+            return False
+        t = segment.origin + event.offset_ms / 1000.0
+        job = existing or self._job(segment, event.job_id)
+        if event.monolithic and not job.partitions:
+            job.monolithic = True
+        if event.monolithic and "kind" in event.detail:
+            job.kind = event.detail["kind"]
+        p = self._partition(job, index)
+        name = event.event
+        if name == "SYNTH_START":
+            p.synth_start = t
+        elif name == "SYNTH_END":
+            p.synth_end = t
+            p.synth_ms = _int(event.detail.get("synth_ms"))
+            self._synth.add(p.synth_s)
+        elif name == "GPU_QUEUE":
+            p.gpu_queue = t
+        elif name == "GPU_PICKUP":
+            p.gpu_pickup = t
+            self._queue.add(p.queue_wait_s)
+            self._on_lane(p, event.worker, t)
+        elif name == "GPU_START":
+            p.gpu_start = t
+            self._on_lane(p, event.worker, t)
+            if job.status == "running":
+                self._open_gpu[p] = None
+        elif name == "GPU_END":
+            p.gpu_end = t
+            p.gpu_ms = _int(event.detail.get("gpu_ms"))
+            self._gpu.add(p.gpu_s)
+            self._on_lane(p, event.worker, t)
+            self._open_gpu.pop(p, None)
+        else:
+            return False
+        if job.first_time is None or t < job.first_time:
+            job.first_time = t
+        if job.last_time is None or t > job.last_time:
+            job.last_time = t
+        self._see(segment, t)
+        return True
+
+    def _on_lane(self, p: Partition, worker: int | None, t: float) -> None:
+        if worker is None:
+            return
+        if p.worker is None:
+            p.worker = worker
+        if p.lane_start is None:
+            p.lane_start = t
+            bisect.insort(self._lanes.setdefault(worker, []), p, key=_lane_key)
+
+    def _axis_time(self, segment: Segment, ts: float | None) -> float | None:
+        """A printed timestamp on the axis (only meaningful once the run is anchored)."""
+        if ts is not None and segment.anchored:
+            return ts
+        return segment.last_time
+
+    def _on_assembled(self, event: ProofAssembled) -> bool:
+        segment = self._current()
+        if event.job_id is not None:
+            job = self._jobs.get((segment.index, event.job_id)) or self._job(segment, event.job_id)
+        else:
+            found = self._oldest_finished_monolithic(segment)
+            if found is None:
+                return False
+            job = found
+        if job.status != "running":
+            return False
+        t = self._axis_time(segment, event.ts)
+        job.status = "completed"
+        job.assembled = event
+        job.finished_at = t
+        segment.completed += 1
+        self.completed += 1
+        if t is not None:
+            self._see(segment, t)
+            self._completions.append(t)
+        self._finish(job)
+        return True
+
+    def _oldest_finished_monolithic(self, segment: Segment) -> Job | None:
+        """The monolithic completion line has no job id outside a span: the GPU-ended one."""
+        ended = [
+            (p.gpu_end, job)
+            for job in self._running.values()
+            if job.segment == segment.index and job.monolithic
+            for p in job.partitions.values()
+            if p.gpu_end is not None
+        ]
+        return min(ended, key=lambda item: item[0])[1] if ended else None
+
+    def _on_failed(self, event: ProofFailedLine) -> bool:
+        if event.job_id is None:
+            return False
+        segment = self._current()
+        job = self._jobs.get((segment.index, event.job_id)) or self._job(segment, event.job_id)
+        index = 0 if job.monolithic else event.partition
+        if index is not None:
+            self._partition(job, index).failed = True
+        if not job.error:
+            job.error = event.error or event.message
+        if job.status != "running":
+            return True
+        t = self._axis_time(segment, event.ts)
+        job.status = "failed"
+        job.finished_at = t
+        segment.failed += 1
+        self.failed += 1
+        if t is not None:
+            self._see(segment, t)
+        self._finish(job)
+        return True
+
+    def _finish(self, job: Job) -> None:
+        self._running.pop(job.key, None)
+        for p in job.partitions.values():
+            self._open_gpu.pop(p, None)
+        self._finished[job.key] = None
+        while len(self._finished) > self.max_jobs:
+            key = next(iter(self._finished))
+            del self._finished[key]
+            evicted = self._jobs.pop(key)
+            self._lane_dead += sum(1 for p in evicted.partitions.values() if p.lane_start is not None)
+        if self._lane_dead > self.max_jobs:
+            self._compact_lanes()
+
+    def _compact_lanes(self) -> None:
+        for worker, lane in self._lanes.items():
+            self._lanes[worker] = [p for p in lane if p.job.key in self._jobs]
+        self._lane_dead = 0
+
+    def _find_partition(self, job_id: str | None, worker: int | None, partition: int | None) -> Partition | None:
+        segment = self._current()
+        if job_id is not None:
+            job = self._jobs.get((segment.index, job_id))
+            index = 0 if job is not None and job.monolithic else partition
+            return None if job is None or index is None else job.partitions.get(index)
+        if worker is None:
+            return None
+        lane = self._lanes.get(worker, [])
+        for p in reversed(lane[-_LANE_LOOKBACK:]):
+            if p.job.segment != segment.index:
+                break
+            if (p.index == partition and not p.job.monolithic) or (partition is None and p.job.monolithic):
+                return p
+        return None
+
+    def _on_worker_timing(self, event: GpuTiming | FinTiming) -> bool:
+        p = self._find_partition(event.job_id, event.worker_id, event.partition)
+        if p is None or not event.values:
+            return False
+        (p.gpu_timing if isinstance(event, GpuTiming) else p.fin_timing).update(event.values)
+        return True
+
+    def _on_cuzk_timing(self, event: CuzkTiming) -> bool:
+        if not event.values:
+            return False
+        candidates = [
+            p
+            for p in self._open_gpu
+            if event.gpu is None or p.worker is None or self._worker_gpu.get(p.worker, event.gpu) == event.gpu
+        ]
+        if len(candidates) == 1:
+            candidates[0].cuzk_timing.update(event.values)
+        else:
+            self.unattached.append(event)
+            self.unattached_cuzk_timings += 1
+        return True
+
+    # ---------------------------------------------------------------------------- queries
+
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        return tuple(self._segments)
+
+    def time_span(self) -> tuple[float, float] | None:
+        """(earliest, latest) axis time seen in the whole session, or None before any."""
+        if self._min_time is None or self._max_time is None:
+            return None
+        return (self._min_time, self._max_time)
+
+    def job(self, segment: int, job_id: str) -> Job | None:
+        return self._jobs.get((segment, job_id))
+
+    def jobs(self, start: float | None = None, end: float | None = None) -> list[Job]:
+        """Retained jobs that overlap [start, end], ordered by first start (then first event)."""
+        selected = []
+        for job in self._jobs.values():
+            first, last = job.first_time, job.finished_at if job.finished_at is not None else job.last_time
+            if first is None:
+                first = last
+            if first is None:
+                continue
+            open_end = last if job.status != "running" and last is not None else float("inf")
+            if (end is None or first <= end) and (start is None or open_end >= start):
+                selected.append(job)
+        selected.sort(key=_job_order)
+        return selected
+
+    def _open_end(self, p: Partition, now: float | None) -> float:
+        """Where a lane interval without GPU_END stops: job end, run end, or now."""
+        if p.gpu_end is not None:
+            return p.gpu_end
+        if p.job.finished_at is not None:
+            return p.job.finished_at
+        segment = self._segments[p.job.segment]
+        if segment.ended or now is None:
+            return segment.last_time if segment.last_time is not None else p.lane_start or 0.0
+        return now
+
+    def lanes(self, start: float | None = None, end: float | None = None) -> dict[int, list[LaneEntry]]:
+        """Per worker id, the lane entries overlapping [start, end], ordered by start."""
+        result: dict[int, list[LaneEntry]] = {}
+        for worker in sorted(self._lanes):
+            entries = []
+            for p in self._lanes[worker]:
+                lane_start = p.lane_start
+                if lane_start is None or p.job.key not in self._jobs:
+                    continue
+                if end is not None and lane_start > end:
+                    break
+                stop = self._open_end(p, end)
+                if start is not None and stop < start:
+                    continue
+                entries.append(LaneEntry(lane_start, p.gpu_end, p.job.segment, p.job.job_id, p.index))
+            result[worker] = entries
+        return result
+
+    def _busy_intervals(self, worker: int, start: float, end: float) -> list[tuple[float, float]]:
+        """The merged busy intervals of one worker, clipped to [start, end]."""
+        merged: list[tuple[float, float]] = []
+        for p in self._lanes.get(worker, []):
+            if p.lane_start is None or p.job.key not in self._jobs:
+                continue
+            if p.lane_start > end:
+                break
+            a, b = max(p.lane_start, start), min(self._open_end(p, end), end)
+            if b <= a:
+                continue
+            if merged and a <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+            else:
+                merged.append((a, b))
+        return merged
+
+    def busy_fraction(self, start: float, end: float) -> dict[int, float]:
+        """Per worker, the fraction of [start, end] it held a partition (0 for an empty window)."""
+        width = end - start
+        return {
+            w: (sum(b - a for a, b in self._busy_intervals(w, start, end)) / width if width > 0 else 0.0)
+            for w in sorted(self._lanes)
+        }
+
+    def idle_gaps(self, worker: int, start: float, end: float, min_gap_s: float = 0.0) -> list[tuple[float, float]]:
+        """The stretches of [start, end] at least ``min_gap_s`` long in which the worker held nothing."""
+        gaps = []
+        cursor = start
+        for a, b in [*self._busy_intervals(worker, start, end), (end, end)]:
+            if a > cursor and a - cursor >= min_gap_s:
+                gaps.append((cursor, a))
+            cursor = max(cursor, b)
+        return gaps
+
+    def pipeline_now(self) -> PipelineNow:
+        """Partitions of the running jobs synthesizing, waiting for a GPU, and on a GPU."""
+        synth = waiting = gpu = 0
+        for job in self._running.values():
+            for p in job.partitions.values():
+                if p.failed:
+                    continue
+                if p.gpu_pickup is not None:
+                    gpu += p.gpu_end is None
+                elif p.synth_end is not None or p.gpu_queue is not None:
+                    waiting += 1
+                elif p.synth_start is not None:
+                    synth += 1
+        return PipelineNow(synth, waiting, gpu)
+
+    def proofs_per_hour(self, window_s: float | None = None, now: float | None = None) -> float | None:
+        """Completions per hour: over the last ``window_s`` before ``now`` (default: the latest
+        time seen), or over the current daemon run (first event -> last event) when no window."""
+        if window_s is None:
+            if not self._segments:
+                return None
+            seg = self._segments[-1]
+            if seg.first_time is None or seg.last_time is None or seg.last_time <= seg.first_time:
+                return None
+            return seg.completed * 3600.0 / (seg.last_time - seg.first_time)
+        end = now if now is not None else self._max_time
+        if end is None or window_s <= 0:
+            return None
+        count = sum(1 for t in self._completions if end - window_s < t <= end)
+        return count * 3600.0 / window_s
+
+    def stats(self, window_s: float = 600.0, now: float | None = None) -> TimelineStats:
+        """The summary; the window (for busy fraction and the windowed rate) ends at ``now``."""
+        end = now if now is not None else self._max_time
+        window = None if end is None else (end - window_s, end)
+        return TimelineStats(
+            segments=len(self._segments),
+            jobs_seen=self.jobs_seen,
+            running=len(self._running),
+            completed=self.completed,
+            failed=self.failed,
+            incomplete=self.incomplete,
+            pipeline=self.pipeline_now(),
+            mean_synth_s=self._synth.mean,
+            mean_queue_wait_s=self._queue.mean,
+            mean_gpu_s=self._gpu.mean,
+            proofs_per_hour_segment=self.proofs_per_hour(),
+            proofs_per_hour_window=self.proofs_per_hour(window_s, end),
+            window=window,
+            gpu_busy={} if window is None else self.busy_fraction(*window),
+            unattached_cuzk_timings=self.unattached_cuzk_timings,
+        )
+
+
+def _int(text: str | None) -> int | None:
+    return int(text) if text is not None and text.isascii() and text.isdigit() else None
+
+
+def _lane_key(p: Partition) -> float:
+    return p.lane_start if p.lane_start is not None else 0.0
+
+
+def _job_order(job: Job) -> tuple[float, int]:
+    start = job.first_start
+    if start is None:
+        start = job.first_time if job.first_time is not None else (job.finished_at or 0.0)
+    return (start, job.segment)
