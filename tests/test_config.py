@@ -298,3 +298,30 @@ def test_built_configs_load_back_to_the_same_effective_values(values: dict[str, 
     effective = ConfigDocument.parse(build_config(values)).effective()
     expected = ConfigDocument().effective() | values
     assert effective == expected
+
+
+_ASSIGNMENTS = st.one_of(
+    st.tuples(st.just("pipeline.max_parallel_synthesis"), st.integers(0, 64)),
+    st.tuples(st.just("gpus.devices"), st.lists(st.integers(0, 8), max_size=3)),
+    st.tuples(st.just("memory.total_budget"), st.integers(14, 999).map(lambda n: f"{n}GiB")),
+    st.tuples(st.just("memory.safety_margin"), st.integers(0, 99).map(lambda n: f"{n}GiB")),
+    st.tuples(st.just("scheduler.max_batch_size"), st.integers(0, 4)),
+    st.tuples(st.just("logging.level"), st.sampled_from(["debug", "warn"])),
+    st.tuples(st.just("engine.seed"), st.integers(-99, 99)),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_ASSIGNMENTS, min_size=1, max_size=4))
+def test_any_set_touches_only_the_lines_of_the_keys_it_sets(assignments: list[tuple[str, Any]]) -> None:
+    original = load_config(ANNOTATED)
+    doc = load_config(ANNOTATED)
+    for name, value in assignments:
+        doc.set(*name.split("."), value)
+    expected = original.effective() | dict(assignments)
+    assert doc.effective() == expected
+    touched = {name.split(".")[1] for name, _ in assignments}
+    for line in _changed_lines(original.text(), doc.text()):
+        body = line[2:].strip()
+        # Changed or added lines are only the assigned keys, and headers/blank lines of new sections.
+        assert body == "" or body.startswith("[") or body.split("=")[0].strip() in touched, line

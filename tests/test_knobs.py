@@ -316,6 +316,7 @@ def test_device_lists_round_trip_in_both_spellings(devices: list[int]) -> None:
     assert parse_cli_value(k, str(devices)) == devices
 
 
-@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=30).filter(lambda t: t[:1] not in "\"' "))
+@given(st.text(max_size=30).filter(lambda t: not t.strip().startswith(('"', "'"))))
 def test_string_knobs_take_the_text_as_written(text: str) -> None:
+    # Text that starts with a quote (after whitespace) is read as a TOML string literal instead.
     assert parse_cli_value(knob("srs.param_cache"), text) == text
