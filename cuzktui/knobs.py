@@ -435,7 +435,7 @@ KNOBS: Final[tuple[Knob, ...]] = (
         "How many GPUs cuzk-engine reports and proves on (the daemon would ask nvidia-smi).",
         status=_ENGINE,
         units="GPUs",
-        minimum=1,
+        minimum=0,
     ),
     Knob(
         "engine",
@@ -449,12 +449,36 @@ KNOBS: Final[tuple[Knob, ...]] = (
     ),
     Knob(
         "engine",
+        "cpus",
+        _T.INT,
+        96,
+        "number of host cores the engine pretends to have",
+        "The core count cuzk-engine models synthesis contention with (96, the documented benchmark box); "
+        "0 is treated as 1.",
+        status=_ENGINE,
+        units="cores",
+        minimum=0,
+    ),
+    Knob(
+        "engine",
+        "mem_total",
+        _T.SIZE,
+        None,
+        "pretend MemTotal for total_budget = auto",
+        "The MemTotal cuzk-engine pretends /proc/meminfo shows when total_budget is 'auto'. Unset: the real "
+        "MemTotal divided by memory_scale, which, like the daemon, ignores any cgroup limit.",
+        status=_ENGINE,
+        units="bytes",
+    ),
+    Knob(
+        "engine",
         "seed",
         _T.INT,
         0,
         "random seed for the engine's timing jitter",
         "Seed for cuzk-engine's random variation, so runs can be repeated exactly.",
         status=_ENGINE,
+        minimum=0,
     ),
 )
 

@@ -287,7 +287,8 @@ _VALUES = st.fixed_dictionaries(
         "pipeline.max_parallel_synthesis": st.integers(0, 64),
         "srs.preload": st.lists(st.sampled_from(["porep-32g", "snap-32g"]), max_size=2),
         "engine.time_scale": st.floats(0.001, 10, allow_nan=False),
-        "engine.seed": st.integers(-(2**31), 2**31),
+        "engine.seed": st.integers(0, 2**31),
+        "engine.mem_total": st.integers(1, 4096).map(lambda n: f"{n}GiB"),
     },
 )
 
@@ -307,7 +308,7 @@ _ASSIGNMENTS = st.one_of(
     st.tuples(st.just("memory.safety_margin"), st.integers(0, 99).map(lambda n: f"{n}GiB")),
     st.tuples(st.just("scheduler.max_batch_size"), st.integers(0, 4)),
     st.tuples(st.just("logging.level"), st.sampled_from(["debug", "warn"])),
-    st.tuples(st.just("engine.seed"), st.integers(-99, 99)),
+    st.tuples(st.just("engine.seed"), st.integers(0, 99)),
 )
 
 

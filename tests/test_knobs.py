@@ -57,6 +57,8 @@ EXPECTED: dict[str, tuple[Status, Any]] = {
     "engine.time_scale": (Status.ENGINE_ONLY, 0.02),
     "engine.gpus": (Status.ENGINE_ONLY, 1),
     "engine.gpu_memory": (Status.ENGINE_ONLY, "80GiB"),
+    "engine.cpus": (Status.ENGINE_ONLY, 96),
+    "engine.mem_total": (Status.ENGINE_ONLY, None),
     "engine.seed": (Status.ENGINE_ONLY, 0),
 }
 
@@ -189,7 +191,9 @@ def test_budget_auto_in_the_wrong_case_is_explained() -> None:
         ("logging.level", "info,cuzk_core::pipeline=debug"),
         ("logging.level", "WARN"),
         ("engine.time_scale", 1),
-        ("engine.seed", -7),
+        ("engine.seed", 7),
+        ("engine.gpus", 0),
+        ("engine.mem_total", "64GiB"),
     ],
 )
 def test_valid_values_raise_nothing(name: str, value: Any) -> None:
