@@ -26,18 +26,18 @@ import signal
 import subprocess
 import sys
 import time
-import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
 import psutil
-import tomlkit
 
 from . import events as ev
 from .client import ClientError, DaemonCallError, DaemonDied, DaemonUnreachable
+from .config import ConfigDocument
 from .daemon_facts import BY_CLI_NAME, ProofKind
+from .knobs import TomlValue
 from .planner import cgroup_aware_budget
 from .proto import proving_pb2 as pb
 from .session import open_private_append
@@ -52,7 +52,6 @@ DEFAULT_PROOF_TIMEOUT_S: Final = 30 * 60.0
 _REGISTERED_PROOF: Final = {"porep": 8, "snap": 3, "wpost": 13, "winning": 3}
 # A later OOM kill lowers the budget by this factor.
 OOM_BUDGET_FACTOR: Final = 0.9
-DEFAULT_MEMORY_SCALE: Final = 1 / 256
 # After the daemon's calls failed, how long to wait for the supervisor's exit diagnosis.
 _EXIT_DIAGNOSIS_WAIT_S: Final = 10.0
 
@@ -240,19 +239,15 @@ def build_requests(
 
 
 def config_value(config_text: str, section: str, key: str) -> Any:
-    table = tomllib.loads(config_text).get(section, {})
-    return table.get(key) if isinstance(table, dict) else None
+    """The value the daemon uses for one knob of a config text (the knob's default when unset)."""
+    return ConfigDocument.parse(config_text).get(section, key)
 
 
-def set_config_value(config_text: str, section: str, key: str, value: Any) -> str:
-    """``config_text`` with ``[section].key = value`` (comments and other keys kept)."""
-    document = tomlkit.parse(config_text)
-    table = document.get(section)
-    if table is None:
-        table = tomlkit.table()
-        document[section] = table
-    table[key] = value
-    return tomlkit.dumps(document)
+def set_config_value(config_text: str, section: str, key: str, value: TomlValue) -> str:
+    """``config_text`` with ``[section].key = value``; comments and other keys stay as they were."""
+    document = ConfigDocument.parse(config_text)
+    document.set(section, key, value)
+    return document.text()
 
 
 def format_budget(n: int) -> str:
@@ -284,9 +279,7 @@ def nominal_memory_limit(config_text: str, mode: str, real_limit: int | None) ->
     limit = real_limit if real_limit is not None else psutil.virtual_memory().total
     if mode != "engine":
         return limit
-    scale = config_value(config_text, "engine", "memory_scale")
-    if not isinstance(scale, int | float) or isinstance(scale, bool) or scale <= 0:
-        scale = DEFAULT_MEMORY_SCALE
+    scale = float(config_value(config_text, "engine", "memory_scale"))
     return int(limit / scale)
 
 

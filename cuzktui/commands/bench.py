@@ -14,12 +14,8 @@ import os
 import secrets
 import sys
 import time
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-
-import tomlkit
-import tomlkit.exceptions
 
 from .. import knobs
 from ..bench import (
@@ -32,6 +28,8 @@ from ..bench import (
     install_cancel_signals,
     set_config_value,
 )
+from ..config import ConfigError, build_config, load_config_or_default, save_atomic
+from ..knobs import TomlValue
 from ..session import SessionWriter
 from ..supervisor import DaemonProgram, DaemonStartError, Supervisor, SupervisorError, choose_program, config_addresses
 from ..units import UnitError, parse_size
@@ -52,14 +50,15 @@ def _progress(text: str) -> None:
     print(f"{time.strftime('%H:%M:%S')} {text}", file=sys.stderr, flush=True)
 
 
-def parse_override(text: str) -> tuple[str, str, object]:
-    """(section, key, value) of one ``--set SECTION.KEY=VALUE``, checked against the knob schema."""
+def parse_override(text: str) -> tuple[str, TomlValue]:
+    """("section.key", value) of one ``--set SECTION.KEY=VALUE``, checked against the knob schema."""
     name, sep, raw = text.partition("=")
-    section, dot, key = name.strip().partition(".")
+    name = name.strip()
+    section, dot, key = name.partition(".")
     if not sep or not dot or not section or not key:
         raise BenchUsageError(f"--set {text!r}: expected SECTION.KEY=VALUE")
     try:
-        knob = knobs.knob(f"{section}.{key}")
+        knob = knobs.knob(name)
         value = knobs.parse_cli_value(knob, raw)
     except KeyError as error:
         raise BenchUsageError(f"--set {text!r}: {error.args[0]}") from None
@@ -68,7 +67,7 @@ def parse_override(text: str) -> tuple[str, str, object]:
     errors = [p for p in knobs.validate_value(knob, value) if p.severity is knobs.Severity.ERROR]
     if errors:
         raise BenchUsageError(f"--set {text!r}: {errors[0]}")
-    return section, key, value
+    return name, value
 
 
 def _listen_address(session: SessionWriter) -> str:
@@ -102,20 +101,16 @@ def _plan(args: argparse.Namespace) -> _Plan:
             raise BenchUsageError(f"--memory-limit: {error}") from None
         if memory_limit <= 0:
             raise BenchUsageError("--memory-limit must be positive")
-    overrides = [parse_override(text) for text in args.overrides]
-    config_text = ""
-    if args.config:
-        path = Path(args.config)
-        try:
-            config_text = path.read_text("utf-8") if path.exists() else ""
-        except OSError as error:
-            raise BenchUsageError(f"--config {path}: {error.strerror}") from None
+    overrides = dict(parse_override(text) for text in args.overrides)
     try:
-        for section, key, value in overrides:
-            config_text = set_config_value(config_text, section, key, value)
-        tomllib.loads(config_text)
-    except (tomllib.TOMLDecodeError, tomlkit.exceptions.ParseError) as error:
-        raise BenchUsageError(f"--config {args.config}: not valid TOML: {error}") from None
+        if args.config:
+            document = load_config_or_default(args.config)
+            document.update(overrides)
+            config_text = document.text()
+        else:
+            config_text = build_config(overrides)
+    except (ConfigError, ValueError) as error:
+        raise BenchUsageError(str(error)) from None
     options = BenchOptions(
         kind=args.kind,
         count=args.count,
@@ -160,13 +155,13 @@ def run_bench(args: argparse.Namespace) -> int:
         print(f"cuzk-tui bench: {error}", file=sys.stderr)
         return 2
     if args.config and not Path(args.config).exists():
-        Path(args.config).write_text(plan.config_text, "utf-8")
+        save_atomic(plan.config_text, args.config)
     session = SessionWriter.create(label=f"bench-{args.kind}", directory=args.session, mode=plan.program.mode)
     if config_addresses(plan.config_text)[0] is None:
         plan = dataclasses.replace(
             plan, config_text=set_config_value(plan.config_text, "daemon", "listen", _listen_address(session))
         )
-    session.write_meta({"mode": plan.program.mode, "command": ["cuzk-tui", "bench", *sys.argv[2:]], "pid": os.getpid()})
+    session.write_meta({"mode": plan.program.mode, "bench_argv": sys.argv, "bench_pid": os.getpid()})
     try:
         outcome = asyncio.run(_run(plan, session))
     finally:

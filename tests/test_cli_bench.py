@@ -1,0 +1,113 @@
+"""``cuzk-tui bench --headless``: usage errors, a quick engine run, and OOM recovery in a memory cgroup."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cuzktui import events as ev
+from cuzktui.cli import main
+from cuzktui.session import iter_session_events
+from tests.conftest import TEST_TIME_SCALE, memory_cgroup_or_skip, require_engine
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _bench(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    """The command in a process of its own, as an operator runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "cuzktui.bench", *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--engine", "--set", "pipeline.max_parallel_synthesis"], "expected SECTION.KEY=VALUE"),
+        (["--engine", "--set", "pipeline.max_paralel_synthesis=4"], "unknown knob"),
+        (["--engine", "--set", "pipeline.max_parallel_synthesis=many"], "must be an integer"),
+        (["--engine", "--memory-limit", "1.5GiB"], "--memory-limit"),
+        (["--daemon", "/usr/bin/true", "--kind", "porep"], "--input is required with the real daemon"),
+        (["--engine", "--count", "0"], "--count"),
+    ],
+)
+def test_bad_usage_exits_2_and_creates_no_session(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    session = tmp_path / "session"
+    assert main(["bench", "--headless", "--session", str(session), *args]) == 2
+    assert message in capsys.readouterr().err
+    assert not session.exists()
+
+
+def test_a_quick_engine_bench_prints_the_json_summary(tmp_path: Path) -> None:
+    require_engine()
+    session = tmp_path / "session"
+    done = _bench(
+        "--engine", "--kind", "porep", "--count", "3", "--concurrency", "2", "--json", "--session", str(session),
+        "--set", f"engine.time_scale={TEST_TIME_SCALE}", "--set", "memory.total_budget=256GiB",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert (summary["completed"], summary["failed"], summary["restarts"]) == (3, 0, [])
+    assert summary["proofs_per_hour"] > 0
+    assert summary["session"] == str(session)
+    assert [p["job_id"] for p in summary["proofs"]] == ["porep-1000-1", "porep-1000-2", "porep-1000-3"]
+    assert all(p["status"] == "COMPLETED" and p["total_ms"] > 0 for p in summary["proofs"])
+    assert "[3/3] COMPLETED" in done.stderr
+    config = (session / "config" / "v001.toml").read_text()
+    assert f"time_scale = {TEST_TIME_SCALE}" in config and f"unix://{session}" in config
+    finished = [e for e in iter_session_events(session) if isinstance(e, ev.ProofFinished)]
+    assert len(finished) == 3
+
+
+def test_the_text_summary_follows_cuzk_bench(tmp_path: Path) -> None:
+    require_engine()
+    done = _bench(
+        "--engine", "--kind", "winning", "--count", "2", "--session", str(tmp_path / "s"),
+        "--set", f"engine.time_scale={TEST_TIME_SCALE}",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[:4] == ["=== Batch Benchmark ===", "proof type:  winning", "count:       2", "concurrency: 1"]
+    assert lines[5].startswith("  [1/2] COMPLETED — ") and "(prove=" in lines[5]
+    assert "=== Batch Summary ===" in lines and "completed:     2" in lines
+
+
+@pytest.mark.cgroup
+@pytest.mark.slow
+def test_an_oom_kill_in_a_1gib_cgroup_lowers_the_budget_and_every_proof_completes(tmp_path: Path) -> None:
+    require_engine()
+    memory_cgroup_or_skip()
+    session = tmp_path / "session"
+    config = tmp_path / "box.toml"
+    # A 256 GiB box (engine units) with the daemon's defaults: "auto" budget, 18 parallel syntheses.
+    config.write_text('[engine]\nmem_total = "256GiB"\n[memory]\ntotal_budget = "auto"\n')
+    done = _bench(
+        "--engine", "--config", str(config), "--memory-limit", "1GiB", "--kind", "porep", "--count", "12",
+        "--concurrency", "6", "--json", "--session", str(session),
+        "--set", "pipeline.max_parallel_synthesis=18", "--set", f"engine.time_scale={TEST_TIME_SCALE}",
+        timeout=480,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["completed"] == 12 and summary["failed"] == 0
+    assert summary["restarts"], "expected at least one OOM restart"
+    first = summary["restarts"][0]
+    assert first["reason"] == "oom_kill"
+    assert any("oom_kill" in e for e in first["evidence"])
+    assert first["total_budget"].endswith("GiB")
+    events = list(iter_session_events(session))
+    exits = [e for e in events if isinstance(e, ev.DaemonExited)]
+    assert exits[0].cause == "oom_kill"
+    kill_index = events.index(exits[0])
+    # The daemon's own lines up to the kill are in the session, then the restart decision.
+    assert any(isinstance(e, ev.TimelineEvent) for e in events[:kill_index])
+    assert any(isinstance(e, ev.BenchRestart) for e in events[kill_index:])
+    versions = sorted((session / "config").glob("v*.toml"))
+    assert len(versions) == 1 + len(summary["restarts"])
+    assert f'total_budget = "{first["total_budget"]}"' in versions[1].read_text()
