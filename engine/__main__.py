@@ -1,0 +1,137 @@
+"""``cuzk-engine``: the daemon's CLI and startup sequence (reference §2, §4.6)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import os
+import signal
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from . import tracing
+from .config import DEFAULT_CONFIG_PATH, Config, ConfigError, load_config
+from .pipeline import Engine
+from .server import make_server
+from .status_http import serve_status
+from .tracing import Logger, Quoted
+
+
+class Fatal(Exception):
+    """A startup failure reported as ``Error: <context>`` + ``Caused by:`` and exit status 1."""
+
+    def __init__(self, context: str, *causes: str) -> None:
+        super().__init__(context)
+        self.context = context
+        self.causes = list(causes)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="cuzk-engine",
+        description="Emulated cuzk proving daemon (no GPU; proofs are not valid). Same CLI as cuzk-daemon.",
+    )
+    parser.add_argument("-c", "--config", default=DEFAULT_CONFIG_PATH, metavar="PATH", help="TOML config file")
+    parser.add_argument("-l", "--listen", metavar="ADDR", help="overrides [daemon].listen")
+    parser.add_argument("--log-level", metavar="FILTER", help="overrides [logging].level (EnvFilter directives)")
+    return parser.parse_args(argv)
+
+
+def is_socket_address(addr: str) -> bool:
+    """A literal ``ip:port`` / ``[ipv6]:port`` like Rust's SocketAddr parser; no host names."""
+    host, sep, port = addr.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        return False
+    try:
+        if host.startswith("[") and host.endswith("]"):
+            ipaddress.IPv6Address(host[1:-1])
+        else:
+            ipaddress.IPv4Address(host)
+    except ValueError:
+        return False
+    return True
+
+
+async def bind(server: Any, listen: str, log: Logger) -> None:
+    if listen.startswith("unix://"):
+        path = Path(listen[len("unix://") :])
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise Fatal(f'failed to create socket dir "{path.parent}"', str(err)) from None
+        if path.exists() or path.is_symlink():
+            path.unlink()  # a stale socket from a process that died without cleaning up
+        try:
+            server.add_insecure_port(f"unix:{path}")
+        except RuntimeError as err:
+            raise Fatal(f"failed to bind unix socket {path}", str(err)) from None
+        log.info(tracing.DAEMON, "listening on unix socket", ("path", Quoted(str(path))))
+        log.info(tracing.DAEMON, f"cuzk-daemon ready, serving on {listen}")
+        return
+    if not is_socket_address(listen):
+        raise Fatal(f"invalid listen address: {listen}", "invalid socket address syntax")
+    log.info(tracing.DAEMON, "listening on TCP", ("addr", listen))
+    # Like the daemon, "ready" is logged before the TCP port is bound.
+    log.info(tracing.DAEMON, f"cuzk-daemon ready, serving on {listen}")
+    try:
+        server.add_insecure_port(listen)
+    except RuntimeError as err:
+        raise Fatal("gRPC server error", "transport error", str(err)) from None
+
+
+async def serve(config: Config, listen: str, log: Logger) -> None:
+    engine = Engine(config, log)
+    engine.start()
+    status_server = await serve_status(engine, config.status_listen) if config.status_listen else None
+    server = make_server(engine)
+    await bind(server, listen, log)
+    await server.start()
+    seen_sigint = False
+
+    def on_sigint() -> None:
+        nonlocal seen_sigint
+        if seen_sigint:
+            return  # later SIGINTs are swallowed
+        seen_sigint = True
+        log.info(tracing.DAEMON, "received SIGINT, shutting down")
+        engine.shutdown()
+
+    asyncio.get_running_loop().add_signal_handler(signal.SIGINT, on_sigint)
+    try:
+        await server.wait_for_termination()
+    finally:
+        if status_server is not None:
+            status_server.close()
+    log.info(tracing.DAEMON, "cuzk-daemon stopped")
+
+
+def main(argv: list[str] | None = None) -> None:
+    # Until the server runs, SIGINT kills the process like the daemon's (no KeyboardInterrupt traceback).
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    args = parse_args(argv)
+    try:
+        try:
+            config = load_config(args.config)
+        except (OSError, tomllib.TOMLDecodeError, ConfigError) as err:
+            raise Fatal(f'failed to load config from "{args.config}"', str(err)) from None
+        listen = args.listen or config.listen
+        log = Logger.from_environment(args.log_level or config.log_level)
+        log.info(tracing.DAEMON, "cuzk-daemon starting")
+        log.warn(tracing.DAEMON, "cuzk-engine: emulated daemon — no GPU, proofs are not valid")
+        log.info(tracing.DAEMON, "configuration loaded", ("listen", listen))
+        if config.gpu_threads > 0:
+            os.environ["CUZK_GPU_THREADS"] = str(config.gpu_threads)
+            log.info(tracing.DAEMON, "set CUZK_GPU_THREADS for C++ groth16_pool", ("gpu_threads", config.gpu_threads))
+        threads = config.synthesis_threads or config.engine.cpus
+        log.info(tracing.DAEMON, "rayon global thread pool configured", ("rayon_threads", threads))
+        asyncio.run(serve(config, listen, log))
+    except Fatal as fatal:
+        tracing.write_stderr(tracing.fatal_report(fatal.context, fatal.causes))
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1036 @@
+"""The proving pipeline with the daemon's semantics (reference §3.10, §6), on emulated time.
+
+Scheduler queue (priority, then arrival) → batch tasks (``synthesis_concurrency``: parse, SRS,
+split into partitions, or whole-proof synthesis for monolithic kinds and PoRep batches) → one
+dispatcher admitting partitions in (job sequence, partition) order against the budget → synthesis
+workers (``synth_worker_count``) → GPU priority queue → GPU workers (``gpu_workers_per_device`` per
+GPU sharing one mutex) → finalizers. Every duration logged (``synth_ms``, TIMELINE offsets,
+``gpu_ms`` …) is real wall-clock time of the engine, i.e. the modelled time × ``time_scale``.
+
+Deliberate difference: monolithic items get their own GPU queue keys instead of the daemon's
+shared (0, 0) key, whose collisions silently lose jobs (reference §11.18).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Final
+
+from cuzktui.daemon_facts import (
+    DEFAULT_MAX_PARALLEL_SYNTHESIS,
+    MEASURED_RSS_PER_PARTITION,
+    PARTITION_BUDGET_UNIT,
+    PARTITION_RSS_AFTER_ABC_FREE,
+    SYNTHESIZED_PARTITION_RSS,
+    KindFacts,
+    ProofKind,
+)
+from cuzktui.units import GiB
+
+from . import timemodel, tracing
+from .config import Config
+from .jobs import (
+    PRIORITY_NAMES,
+    Job,
+    JobResult,
+    Partition,
+    PartState,
+    ProofRequest,
+    Status,
+    ms_since,
+    partition_proof,
+    rust_duration,
+)
+from .memory import Arena, Block, Budget, Reservation, gib
+from .queues import ClosableQueue
+from .srs import CONSTRAINTS, Residency
+from .timemodel import Clock, CpuPool
+from .tracing import Logger, Quoted, Span, option
+
+# A multi-sector PoRep batch reserves a flat 136 GiB whatever its size (reference §6.2).
+BATCH_RESERVATION: Final = 136 * GiB
+BATCHABLE: Final = (ProofKind.POREP_SEAL_COMMIT, ProofKind.SNAP_DEALS_UPDATE)
+# Emulated VRAM use: the d_a cache stays allocated after a GPU's first prove (CUZK_TIMING line),
+# the working set only while a prove holds the GPU.
+D_A_CACHE: Final = 4 * GiB
+PROVE_VRAM: Final = 8 * GiB
+COMPLETED_RETENTION_S: Final = 30.0  # /status keeps finished pipelines this long (real seconds)
+DURATION_WINDOW: Final = 1000  # GetMetrics summarises the last ≤1000 completions
+DEFAULT_MEM_TOTAL: Final = 256 * GiB  # what "auto" assumes when /proc/meminfo is unreadable
+LABELS: Final = {
+    ProofKind.POREP_SEAL_COMMIT: "PoRep",
+    ProofKind.SNAP_DEALS_UPDATE: "SnapDeals",
+    ProofKind.WINDOW_POST_PARTITION: "WindowPoSt",
+    ProofKind.WINNING_POST: "WinningPoSt",
+}
+MONO_SPAN: Final = {
+    ProofKind.WINNING_POST: "synthesize_winning_post",
+    ProofKind.WINDOW_POST_PARTITION: "synthesize_window_post",
+    ProofKind.SNAP_DEALS_UPDATE: "synthesize_snap_deals",
+    ProofKind.POREP_SEAL_COMMIT: "synthesize_porep_c2_batch",
+}
+
+
+def read_mem_total() -> int | None:
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def budget_total(config: Config) -> int:
+    """``auto`` = MemTotal − safety_margin in nominal bytes; the cgroup limit is not consulted."""
+    if config.total_budget is not None:
+        return config.total_budget
+    mem_total = config.engine.mem_total
+    if mem_total is None:
+        real = read_mem_total()
+        mem_total = DEFAULT_MEM_TOTAL if real is None else int(real / config.engine.memory_scale)
+    return max(0, mem_total - config.safety_margin)
+
+
+@dataclass(frozen=True, slots=True)
+class RssShape:
+    """Real memory of one synthesized circuit (measured figures, scaled by the kind's reservation)."""
+
+    scratch: int  # freed when synthesis ends (peak 20 GiB → 16 GiB for PoRep)
+    abc: int  # freed when the GPU prove starts (16 → 4)
+    aux: int  # freed at finalize
+
+    @classmethod
+    def of(cls, facts: KindFacts) -> RssShape:
+        ratio = facts.full_reservation / PARTITION_BUDGET_UNIT
+        return cls(
+            int((MEASURED_RSS_PER_PARTITION - SYNTHESIZED_PARTITION_RSS) * ratio),
+            int((SYNTHESIZED_PARTITION_RSS - PARTITION_RSS_AFTER_ABC_FREE) * ratio),
+            int(PARTITION_RSS_AFTER_ABC_FREE * ratio),
+        )
+
+
+@dataclass(eq=False, slots=True)
+class GpuItem:
+    """A synthesized partition (or whole proof / batch) on its way through the GPU."""
+
+    jobs: list[Job]
+    facts: KindFacts
+    partition: int | None  # None = monolithic
+    circuits: int
+    reservation: Reservation
+    abc: list[Block]
+    aux: list[Block]
+    synth_ms: int = 0
+    started: float = 0.0  # monolithic: when synthesis started
+
+
+@dataclass(slots=True)
+class GpuWorker:
+    worker_id: int
+    gpu: int
+    job: Job | None = None
+    kind: str = ""
+    partition: int | None = None
+    busy_since: float | None = None
+
+
+@dataclass(slots=True)
+class Counters:
+    completed: int = 0
+    failed: int = 0
+    completed_by_kind: dict[str, int] = field(default_factory=dict)
+    failed_by_kind: dict[str, int] = field(default_factory=dict)
+    durations: dict[str, deque[float]] = field(default_factory=dict)
+    # /status counts only partitioned completions (reference §5).
+    status_completed: int = 0
+    status_completed_by_kind: dict[str, int] = field(default_factory=dict)
+
+
+class Engine:
+    def __init__(self, config: Config, log: Logger) -> None:
+        self.config = config
+        self.log = log
+        self.created = time.monotonic()
+        self.clock = Clock(config.engine.time_scale)
+        self.rng = random.Random(config.engine.seed)
+        for message in config.deprecated_present:
+            log.warn(tracing.CONFIG, message)
+        self.budget = Budget(budget_total(config), log)
+        self.arena = Arena(config.engine.memory_scale)
+        threads = config.synthesis_threads or config.engine.cpus
+        self.pool = CpuPool(min(threads, config.engine.cpus), self.clock)
+        self.residency = Residency(
+            self.budget, self.arena, self.clock, self.pool, log, config.param_cache, config.eviction_min_idle_s
+        )
+        log.info(tracing.ENGINE, "memory budget initialized", ("total_budget_gib", gib(self.budget.total)))
+        log.info(tracing.ENGINE, "CUDA pinned memory pool initialized")
+        self.jobs: dict[str, Job] = {}
+        self.pipelines: dict[str, Job] = {}  # partitioned jobs shown by /status
+        self.scheduler: ClosableQueue[Job] = ClosableQueue()
+        self.synth_queue: ClosableQueue[tuple[Job, Partition]] = ClosableQueue()
+        self.gpu_queue: ClosableQueue[GpuItem] = ClosableQueue()
+        self.counters = Counters()
+        self.in_progress: dict[str, int] = {}  # display kind → jobs dequeued, not finished
+        self.synth_active = 0
+        self.buffers = {"synth": 0, "provers": 0, "aux": 0, "shells": 0, "pending": 0}
+        self.max_partitions_in_budget = self.budget.total // PARTITION_BUDGET_UNIT
+        self.synth_worker_count = max(
+            2, min(self.max_partitions_in_budget, config.max_parallel_synthesis or DEFAULT_MAX_PARALLEL_SYNTHESIS)
+        )
+        devices = config.devices or list(range(config.engine.gpus))
+        per_device = max(1, config.gpu_workers_per_device) if config.pipeline_enabled else 1
+        self.devices = devices
+        self.workers = [
+            GpuWorker(i * per_device + sub, gpu) for i, gpu in enumerate(devices) for sub in range(per_device)
+        ]
+        self.gpu_locks = {gpu: asyncio.Lock() for gpu in devices}
+        self.gpu_vram_used = dict.fromkeys(devices, 0)
+        self._gpu_first_prove: set[int] = set()
+        self._arrivals = itertools.count()
+        self._job_seqs = itertools.count()
+        self._free_synth_workers = asyncio.Semaphore(self.synth_worker_count)
+        self._handoff: ClosableQueue[tuple[Job, Partition, Reservation]] = ClosableQueue()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._background: set[asyncio.Task[None]] = set()
+        self._dispatcher: asyncio.Task[None] | None = None
+        self.pacer = Pacer(self, config.max_gpu_queue_depth) if config.max_gpu_queue_depth > 0 else None
+        self._hinted: set[str] = set()
+        self.stopping = False
+
+    # Start / stop -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        log, c = self.log, self.config
+        log.info(tracing.ENGINE, "starting cuzk engine", ("pipeline_enabled", c.pipeline_enabled))
+        log.start_epoch()
+        log.info(tracing.ENGINE, "evictor callback wired")
+        per_device = len(self.workers) // len(self.devices) if self.devices else max(1, c.gpu_workers_per_device)
+        log.info(
+            tracing.ENGINE,
+            "initializing GPU workers",
+            ("num_gpus", len(self.devices)),
+            ("gpu_workers_per_device", per_device),
+            ("total_workers", len(self.workers)),
+            ("gpus", "[" + ", ".join(str(d) for d in self.devices) + "]"),
+        )
+        if not c.pipeline_enabled:
+            for worker in self.workers:
+                log.info(
+                    tracing.ENGINE,
+                    "monolithic GPU worker started",
+                    ("worker_id", worker.worker_id),
+                    ("gpu", worker.gpu),
+                )
+                self._spawn(self._legacy_worker(worker))
+            log.info(tracing.ENGINE, "cuzk engine started", ("num_workers", len(self.workers)), ("pipeline", False))
+            return
+        if self.pacer is not None:
+            log.info(tracing.ENGINE, "GPU queue target dispatch pacer enabled", ("gpu_queue_target", self.pacer.target))
+        log.info(tracing.ENGINE, "synthesis priority dispatcher started (PI pacer)")
+        log.info(
+            tracing.ENGINE,
+            "starting pipeline: synthesis task + GPU workers (budget-gated)",
+            ("configured_lookahead", c.synthesis_lookahead),
+            ("max_partitions_in_budget", self.max_partitions_in_budget),
+            ("effective_lookahead", max(c.synthesis_lookahead, min(self.max_partitions_in_budget, 32))),
+            ("synth_worker_count", self.synth_worker_count),
+            ("num_gpus", len(self.workers)),
+        )
+        log.info(
+            tracing.ENGINE,
+            "synthesis dispatcher started (budget-gated)",
+            ("max_batch_size", c.max_batch_size),
+            ("max_batch_wait_ms", c.max_batch_wait_ms),
+            ("slot_size", c.slot_size),
+            ("synthesis_concurrency", c.synthesis_concurrency),
+        )
+        for _ in range(max(1, c.synthesis_concurrency)):
+            self._spawn(self._batch_task())
+        self._dispatcher = self._spawn(self._dispatch())
+        for sw_id in range(self.synth_worker_count):
+            self._spawn(self._synth_worker(sw_id))
+        log.info(
+            tracing.ENGINE,
+            "spawning GPU workers with Phase 8 dual-worker interlock",
+            ("gpu_workers_per_device", per_device),
+        )
+        for worker in self.workers:
+            log.info(
+                tracing.ENGINE,
+                "pipeline GPU worker started",
+                ("worker_id", worker.worker_id),
+                ("gpu", worker.gpu),
+                ("sub_id", worker.worker_id % per_device),
+            )
+            self._spawn(self._gpu_worker(worker))
+        log.info(tracing.ENGINE, "cuzk engine started", ("num_workers", len(self.workers)), ("pipeline", True))
+
+    def _spawn(self, coro: object) -> asyncio.Task[None]:
+        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)  # type: ignore[arg-type]
+        self._tasks.append(task)
+        return task
+
+    def _background_task(self, coro: object) -> None:
+        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)  # type: ignore[arg-type]
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def shutdown(self) -> None:
+        """SIGINT: workers stop taking work; work already running finishes; nothing else moves."""
+        if self.stopping:
+            return
+        self.stopping = True
+        log = self.log
+        log.info(tracing.ENGINE, "shutting down cuzk engine")
+        self.scheduler.close()
+        self.synth_queue.close()
+        self._handoff.close()
+        self.gpu_queue.close()
+        if self._dispatcher is not None:
+            self._dispatcher.cancel()  # it may be blocked on the budget; it holds no work
+            log.info(tracing.ENGINE, "synthesis dispatcher received shutdown signal")
+            log.info(tracing.ENGINE, "synthesis dispatcher stopped")
+            log.info(tracing.ENGINE, "dispatcher: shutdown")
+
+    async def aclose(self) -> None:
+        """Cancels every task (tests and in-process benchmarks)."""
+        for task in [*self._tasks, *self._background, *self.residency.extractions]:
+            task.cancel()
+        await asyncio.gather(*self._tasks, *self._background, *self.residency.extractions, return_exceptions=True)
+
+    # Submission ---------------------------------------------------------------------------------
+
+    def submit(self, request: ProofRequest) -> tuple[Job, int]:
+        """Enqueues at once; returns the job and its queue position."""
+        job_id = request.request_id or str(uuid.uuid4())
+        future: asyncio.Future[JobResult] = asyncio.get_running_loop().create_future()
+        job = Job(request, job_id, next(self._arrivals), future)
+        self.jobs[job_id] = job
+        priority = request.effective_priority()
+        position = sum(1 for queued in self.scheduler.items() if queued.request.effective_priority() >= priority)
+        self.scheduler.push((-priority, job.arrival), job)
+        self.log.info(
+            tracing.SCHEDULER,
+            "job enqueued",
+            ("job_id", job_id),
+            ("proof_kind", job.facts.display),
+            ("priority", PRIORITY_NAMES[priority]),
+            ("queue_position", position),
+        )
+        return job, position
+
+    def waiting_by_kind(self) -> dict[str, int]:
+        waiting: dict[str, int] = {}
+        for job in self.scheduler.items():
+            waiting[job.facts.display] = waiting.get(job.facts.display, 0) + 1
+        return waiting
+
+    # Batch tasks --------------------------------------------------------------------------------
+
+    async def _batch_task(self) -> None:
+        while True:
+            job = await self.scheduler.get()
+            if job is None:
+                return
+            self._dequeued(job)
+            batch = [job]
+            if job.request.kind in BATCHABLE and self.config.max_batch_size > 1:
+                batch = await self._collect_batch(job)
+            facts = job.facts
+            if len(batch) > 1:
+                full = len(batch) >= self.config.max_batch_size
+                name = "synth_batch_full" if full else "synth_timeout_flush"
+                fields: tuple[tuple[str, tracing.FieldValue], ...] = (("batch_size", len(batch)),)
+                span = Span(name, (*fields, ("proof_kind", facts.display)) if full else fields)
+            elif self.config.max_batch_size > 1 and job.request.kind in BATCHABLE:
+                span = Span("synth_timeout_flush", (("batch_size", 1),))
+            else:
+                span = Span("synth_single", (("proof_kind", facts.display),))
+            self.log.info(
+                tracing.ENGINE,
+                "processing batch",
+                ("batch_size", len(batch)),
+                ("proof_kind", facts.display),
+                ("slot_size", self.config.slot_size),
+                span=(span,),
+            )
+            try:
+                if len(batch) > 1 or facts.monolithic:
+                    await self._monolithic(batch, span)
+                else:
+                    await self._split(job, span)
+            except Exception as err:  # the emulator's own bug must fail the job, not kill the task
+                for member in batch:
+                    self._fail(member, f"task panicked: {err}")
+
+    def _dequeued(self, job: Job) -> None:
+        display = job.facts.display
+        self.in_progress[display] = self.in_progress.get(display, 0) + 1
+        self.log.info(tracing.SCHEDULER, "job dequeued for proving", ("job_id", job.job_id), ("proof_kind", display))
+
+    async def _collect_batch(self, first: Job) -> list[Job]:
+        batch = [first]
+        deadline = time.monotonic() + self.clock.real(self.config.max_batch_wait_ms / 1000)
+        while len(batch) < self.config.max_batch_size:
+            same = [j for j in self.scheduler.items() if j.request.kind is first.request.kind]
+            if same:
+                for job in same[: self.config.max_batch_size - len(batch)]:
+                    self.scheduler.remove(job)
+                    self._dequeued(job)
+                    batch.append(job)
+                continue
+            if time.monotonic() >= deadline or self.scheduler.closed:
+                break
+            await asyncio.sleep(min(0.005, max(0.0, deadline - time.monotonic())))
+        return batch
+
+    async def _parse(self, job: Job) -> str | None:
+        """Emulated input parsing: any non-empty input is accepted; returns an error text or None."""
+        request = job.request
+        size = len(request.vanilla_proof) + sum(len(p) for p in request.vanilla_proofs)
+        await self.clock.sleep(timemodel.C1_PARSE_S * min(1.0, size / 51e6))
+        job.digest = await asyncio.to_thread(request.digest)
+        if request.kind is ProofKind.POREP_SEAL_COMMIT and not request.vanilla_proof:
+            return "C1 parse failed: EOF while parsing a value at line 1 column 0"
+        if request.kind is ProofKind.SNAP_DEALS_UPDATE and not request.vanilla_proofs:
+            return "SnapDeals parse failed: expected 16 partition proofs, got 0"
+        if request.kind not in BATCHABLE and not request.vanilla_proofs:
+            return "synthesis failed: no vanilla proofs supplied"
+        return None
+
+    async def _split(self, job: Job, span: Span) -> None:
+        facts = job.facts
+        error = await self._parse(job)
+        if error is not None:
+            what = (
+                "Phase 7: C1 parse/SRS load failed"
+                if facts.kind is ProofKind.POREP_SEAL_COMMIT
+                else ("SnapDeals parse/SRS load failed")
+            )
+            self.log.error(tracing.ENGINE, what, ("error", error), span=(span,))
+            self._fail(job, error)
+            return
+        await self.residency.acquire_srs(facts.circuit_id)
+        job.job_seq = next(self._job_seqs)
+        job.split_at = time.monotonic()
+        snap = facts.kind is ProofKind.SNAP_DEALS_UPDATE
+        self.log.info(
+            tracing.ENGINE,
+            "assigned SnapDeals pipeline sequence number" if snap else "assigned pipeline sequence number",
+            ("job_id", job.job_id),
+            ("job_seq", job.job_seq),
+            span=(span,),
+        )
+        self.log.info(
+            tracing.ENGINE,
+            "dispatching per-partition SnapDeals synthesis (budget-gated)"
+            if snap
+            else "dispatching per-partition synthesis (budget-gated)",
+            ("job_id", job.job_id),
+            ("num_partitions", facts.partitions),
+            ("budget_available_gib", gib(self.budget.available)),
+            span=(span,),
+        )
+        self.residency.start_extraction(facts)
+        job.partitions = [Partition(i) for i in range(facts.partitions)]
+        self.pipelines[job.job_id] = job
+        for part in job.partitions:
+            self.synth_queue.push((job.job_seq, part.index), (job, part))
+
+    # Dispatcher and synthesis ---------------------------------------------------------------------
+
+    async def _dispatch(self) -> None:
+        while True:
+            entry = await self.synth_queue.get()
+            if entry is None:
+                return
+            job, part = entry
+            if job.failed:
+                self.log.info(
+                    tracing.ENGINE,
+                    "skipping synthesis for failed job",
+                    ("job_id", job.job_id),
+                    ("partition", part.index),
+                )
+                continue
+            await self._free_synth_workers.acquire()
+            reservation = await self.budget.acquire(job.facts.full_reservation)
+            if self.pacer is not None:
+                await self.pacer.before_dispatch()
+            self._handoff.push(0, (job, part, reservation))
+
+    async def _synth_worker(self, sw_id: int) -> None:
+        while True:
+            entry = await self._handoff.get()
+            if entry is None:
+                self.log.info(tracing.ENGINE, "synthesis worker received shutdown", ("sw_id", sw_id))
+                return
+            try:
+                await self._synthesize(*entry)
+            finally:
+                self._free_synth_workers.release()
+
+    def _jittered(self, seconds: float) -> float:
+        return seconds * (1 + self.rng.uniform(-timemodel.JITTER, timemodel.JITTER))
+
+    async def _synthesize(self, job: Job, part: Partition, reservation: Reservation) -> None:
+        facts = job.facts
+        p = part.index
+        self.log.timeline("SYNTH_START", job.job_id, f"partition={p}")
+        part.state = PartState.SYNTHESIZING
+        part.synth_started = time.monotonic()
+        self.synth_active += 1
+        self.buffers["synth"] += 1
+        span = (
+            Span(
+                "synthesize_snap_deals_partition"
+                if facts.kind is ProofKind.SNAP_DEALS_UPDATE
+                else "synthesize_partition",
+                (("job_id", Quoted(job.job_id)), ("partition", p)),
+            ),
+        )
+        self.log.info(
+            tracing.PIPELINE,
+            "using standard synthesis path (synthesize_with_hint)",
+            ("circuit_id", facts.circuit_id),
+            span=span,
+        )
+        if facts.circuit_id in self._hinted:
+            self.log.info(
+                tracing.PIPELINE,
+                "using cached capacity hint for synthesis",
+                ("circuit_id", facts.circuit_id),
+                span=span,
+            )
+        else:
+            self.log.info(
+                tracing.PIPELINE,
+                "no capacity hint cached — first synthesis will grow organically",
+                ("circuit_id", facts.circuit_id),
+                span=span,
+            )
+        shape = RssShape.of(facts)
+        blocks = [await self.arena.alloc(n) for n in (shape.scratch, shape.abc, shape.aux)]
+        started = time.monotonic()
+        await self.pool.run(self._jittered(timemodel.SYNTH_S[facts.kind]))
+        elapsed = time.monotonic() - started
+        blocks[0].free()
+        self.synth_active -= 1
+        self.buffers["synth"] -= 1
+        self.buffers["provers"] += 1
+        self.buffers["aux"] += 1
+        self.buffers["shells"] += 1
+        self.log.info(tracing.BELLPERSON, f"synthesis time: {rust_duration(elapsed)}", span=span)
+        self.log.info(tracing.BELLPERSON, "starting proof timer", span=span)
+        constraints = CONSTRAINTS[facts.kind]
+        self._hinted.add(facts.circuit_id)
+        self.log.info(
+            tracing.PIPELINE,
+            "cached synthesis capacity hint",
+            ("circuit_id", facts.circuit_id),
+            ("num_constraints", constraints),
+            ("num_aux", constraints // 5 * 4),
+            ("num_inputs", 328),
+            span=span,
+        )
+        synth_ms = ms_since(part.synth_started)
+        if self.pacer is not None:
+            self.pacer.synth_done(synth_ms)
+        part.synth_ms = synth_ms
+        job.synth_ms_sum += synth_ms
+        self.log.info(
+            tracing.PIPELINE,
+            "SnapDeals partition synthesis complete"
+            if facts.kind is ProofKind.SNAP_DEALS_UPDATE
+            else "partition synthesis complete",
+            ("partition", p),
+            ("synth_ms", synth_ms),
+            ("is_pinned", False),
+            span=span,
+        )
+        self.log.timeline("SYNTH_END", job.job_id, f"partition={p},synth_ms={synth_ms}")
+        self.log.info(
+            tracing.ENGINE,
+            "partition synthesis complete, pushing to GPU queue",
+            ("job_id", job.job_id),
+            ("partition", p),
+            ("synth_ms", synth_ms),
+        )
+        self.log.timeline("GPU_QUEUE", job.job_id, f"partition={p}")
+        part.state = PartState.SYNTH_DONE
+        item = GpuItem([job], facts, p, 1, reservation, [blocks[1]], [blocks[2]], synth_ms)
+        assert job.job_seq is not None
+        self.gpu_queue.push((1, job.job_seq, p), item)
+
+    async def _monolithic(self, batch: list[Job], span: Span) -> None:
+        """Whole-proof synthesis by the batch task: PoSt, or a multi-sector PoRep/SnapDeals batch."""
+        first = batch[0]
+        facts = first.facts
+        for job in batch:
+            error = await self._parse(job)
+            if error is not None:
+                self.log.error(tracing.ENGINE, "synthesis failed", ("error", error), span=(span,))
+                self._fail(job, error)
+        batch = [job for job in batch if not job.failed]
+        if not batch:
+            return
+        circuits = facts.partitions * len(batch)
+        amount = BATCH_RESERVATION if len(batch) > 1 else facts.full_reservation
+        reservation = await self.budget.acquire(amount)
+        started = time.monotonic()
+        for job in batch:
+            self.log.timeline("SYNTH_START", job.job_id, f"kind={facts.display}")
+        name = (
+            MONO_SPAN[facts.kind]
+            if len(batch) == 1 or facts.kind is not ProofKind.POREP_SEAL_COMMIT
+            else ("synthesize_porep_c2_multi")
+        )
+        synth_span = (span, Span(name, (("job_id", Quoted(first.job_id)),)))
+        label = LABELS[facts.kind]
+        self.log.info(tracing.PIPELINE, f"building {label} circuit", ("num_sectors", len(batch)), span=synth_span)
+        self.log.info(tracing.PIPELINE, f"synthesizing {label} circuits", ("num_circuits", circuits), span=synth_span)
+        shape = RssShape.of(facts)
+        scratch = [await self.arena.alloc(shape.scratch) for _ in range(circuits)]
+        abc = [await self.arena.alloc(shape.abc) for _ in range(circuits)]
+        aux = [await self.arena.alloc(shape.aux) for _ in range(circuits)]
+        self.synth_active += circuits
+        work = self._jittered(timemodel.SYNTH_S[facts.kind])
+        await asyncio.gather(*(self.pool.run(work) for _ in range(circuits)))
+        self.synth_active -= circuits
+        for block in scratch:
+            block.free()
+        synth_ms = ms_since(started)
+        if len(batch) > 1:
+            self.log.info(
+                tracing.PIPELINE, "multi-sector batch synthesis complete", ("synth_ms", synth_ms), span=synth_span
+            )
+        else:
+            self.log.info(
+                tracing.PIPELINE,
+                f"{label} synthesis complete",
+                ("synth_ms", synth_ms),
+                ("num_constraints", CONSTRAINTS[facts.kind]),
+                span=synth_span,
+            )
+        for job in batch:
+            await self.residency.acquire_srs(facts.circuit_id)
+            self.log.timeline("SYNTH_END", job.job_id, f"synth_ms={synth_ms}")
+        self.residency.start_extraction(facts)
+        self.log.info(
+            tracing.ENGINE,
+            "synthesis complete, sending to GPU",
+            ("synth_ms", synth_ms),
+            ("circuit_id", facts.circuit_id),
+            ("batch_size", len(batch)),
+            ("sectors", len(batch)),
+            span=(span,),
+        )
+        for job in batch:
+            self.log.timeline("GPU_QUEUE", job.job_id, "monolithic")
+        item = GpuItem(batch, facts, None, circuits, reservation, abc, aux, synth_ms, started)
+        self.gpu_queue.push((0, first.arrival, 0), item)
+
+    # GPU ------------------------------------------------------------------------------------------
+
+    async def _gpu_worker(self, worker: GpuWorker) -> None:
+        while True:
+            item = await self.gpu_queue.get()
+            if item is None:
+                self.log.info(
+                    tracing.ENGINE, "pipeline GPU worker received shutdown signal", ("worker_id", worker.worker_id)
+                )
+                self.log.info(tracing.ENGINE, "pipeline GPU worker stopped", ("worker_id", worker.worker_id))
+                return
+            await self._prove(worker, item)
+
+    async def _prove(self, worker: GpuWorker, item: GpuItem) -> None:
+        w, p = worker.worker_id, item.partition
+        job = item.jobs[0]
+        part_detail = "" if p is None else f",partition={p}"
+        picked = time.monotonic()
+        for member in item.jobs:
+            self.log.timeline("GPU_PICKUP", member.job_id, f"worker={w}{part_detail}")
+        if p is not None:
+            job.partitions[p].state = PartState.GPU
+            job.partitions[p].gpu_started = picked
+        worker.job, worker.kind, worker.partition, worker.busy_since = job, job.facts.display, p, picked
+        if job.failed:
+            self.log.info(
+                tracing.ENGINE,
+                "skipping GPU prove for failed partitioned job",
+                ("job_id", job.job_id),
+                ("partition", p or 0),
+            )
+            self._drop_item(item)
+            return
+        span = (
+            Span(
+                "gpu_worker",
+                (
+                    ("worker_id", w),
+                    ("gpu", worker.gpu),
+                    ("job_id", job.job_id),
+                    ("proof_kind", job.facts.display),
+                    ("batch_size", len(item.jobs)),
+                    ("partition", option(p)),
+                ),
+            ),
+        )
+        self.log.info(
+            tracing.ENGINE,
+            "GPU_TIMING hot_path pre-prove overhead",
+            ("worker_id", w),
+            ("partition", option(p)),
+            ("status_ms", 0),
+            ("fail_check_ms", 0),
+            ("mark_busy_ms", 0),
+            ("total_overhead_ms", 0),
+            span=span,
+        )
+        for member in item.jobs:
+            self.log.timeline("GPU_START", member.job_id, f"worker={w}{part_detail}")
+        self.buffers["pending"] += 1
+        prove_started = time.monotonic()
+        kernel_s = timemodel.GPU_MUTEX_S[item.facts.kind] * item.circuits
+        await self.clock.sleep(kernel_s * timemodel.GPU_PRE_LOCK_FRACTION)
+        pre_lock_ms = ms_since(prove_started)
+        self.log.cuzk_timing(f"split_vectors_ms={pre_lock_ms // 2} setup_to_split_ms={pre_lock_ms - pre_lock_ms // 2}")
+        lock = self.gpu_locks[worker.gpu]
+        wait_started = time.monotonic()
+        async with lock:
+            held_started = time.monotonic()
+            self.log.cuzk_timing(f"pre_lock_cpu_ms={pre_lock_ms} mutex_wait_ms={ms_since(wait_started)}")
+            if worker.gpu not in self._gpu_first_prove:
+                self._gpu_first_prove.add(worker.gpu)
+                self.gpu_vram_used[worker.gpu] += D_A_CACHE
+                self.log.cuzk_timing(f"set pool release threshold to MAX on gpu {worker.gpu}")
+                self.log.cuzk_timing(f"d_a_cache allocated {D_A_CACHE >> 20} MiB on gpu {worker.gpu}")
+            self.gpu_vram_used[worker.gpu] += PROVE_VRAM
+            await self.clock.sleep(kernel_s)
+            self.gpu_vram_used[worker.gpu] -= PROVE_VRAM
+            gpu_total = ms_since(held_started)
+            self.log.cuzk_timing(f"prep_msm_ms={gpu_total * 45 // 100}")
+            self.log.cuzk_timing(f"gpu_tid=0 ntt_msm_h_ms={gpu_total * 6 // 10}")
+            self.log.cuzk_timing("gpu_tid=0 barrier_wait_ms=0")
+            self.log.cuzk_timing(f"gpu_tid=0 batch_add_ms={gpu_total // 10}")
+            self.log.cuzk_timing(f"gpu_tid=0 tail_msm_ms={gpu_total - gpu_total * 7 // 10} gpu_total_ms={gpu_total}")
+        prove_start_ms = ms_since(prove_started)
+        self.log.cuzk_timing(f"mutex_held_ms={ms_since(held_started)} total_start_fn_ms={prove_start_ms}")
+        for block in item.abc:
+            block.free()
+        item.reservation.release(item.facts.abc_release)
+        self.buffers["provers"] -= 1
+        if self.pacer is not None:
+            self.pacer.gpu_done(ms_since(held_started))
+        self.log.info(
+            tracing.ENGINE,
+            "GPU_TIMING spawn_blocking prove_start",
+            ("worker_id", w),
+            ("partition", option(p)),
+            ("spawn_to_enter_ms", 0),
+            ("prove_start_ms", prove_start_ms),
+        )
+        self.log.info(
+            tracing.ENGINE,
+            "GPU_TIMING prove_start returned",
+            ("worker_id", w),
+            ("partition", option(p)),
+            ("total_pre_prove_ms", ms_since(picked)),
+            ("spawn_blocking_wall_ms", prove_start_ms),
+            span=span,
+        )
+        self._background_task(self._finalize(worker, item, prove_started, kernel_s))
+
+    def _drop_item(self, item: GpuItem) -> None:
+        for block in (*item.abc, *item.aux):
+            block.free()
+        item.reservation.release()
+
+    async def _finalize(self, worker: GpuWorker, item: GpuItem, prove_started: float, kernel_s: float) -> None:
+        w, p = worker.worker_id, item.partition
+        b_g2_started = time.monotonic()
+        await self.clock.sleep(kernel_s * timemodel.B_G2_MSM_FRACTION)
+        self.log.cuzk_timing(f"b_g2_msm_ms={ms_since(b_g2_started)} num_circuits={item.circuits}")
+        gpu_ms = ms_since(prove_started)
+        detail = f"worker={w},gpu_ms={gpu_ms}" if p is None else f"worker={w},partition={p},gpu_ms={gpu_ms}"
+        if p is None and item.facts.kind is ProofKind.WINDOW_POST_PARTITION:
+            detail = f"worker={w},partition={item.jobs[0].request.partition_index},gpu_ms={gpu_ms}"
+        for member in item.jobs:
+            self.log.timeline("GPU_END", member.job_id, detail)
+        proof_bytes = item.facts.proof_bytes_per_partition * item.circuits
+        self.log.info(
+            tracing.PIPELINE,
+            "GPU prove complete (split)",
+            ("proof_count", item.circuits),
+            ("proof_bytes", proof_bytes),
+            ("gpu_ms", gpu_ms),
+        )
+        finish_started = time.monotonic()
+        await self.clock.sleep(timemodel.FINALIZE_PROCESS_S)
+        process_ms = ms_since(finish_started)
+        for block in item.aux:
+            block.free()
+        item.reservation.release()
+        self.buffers["pending"] -= 1
+        if worker.job is item.jobs[0] and worker.partition == p:
+            worker.job, worker.kind, worker.partition, worker.busy_since = None, "", None, None
+        if p is None:
+            self._finish_monolithic(item, gpu_ms, w, process_ms)
+            return
+        job = item.jobs[0]
+        self.log.info(
+            tracing.ENGINE,
+            "FIN_TIMING malloc_trim (success path)",
+            ("job_id", job.job_id),
+            ("partition", p),
+            ("malloc_trim_ms", 0),
+        )
+        part = job.partitions[p]
+        part.gpu_ms = gpu_ms
+        part.proof = partition_proof(job.digest, p)
+        part.state = PartState.DONE
+        job.gpu_ms_sum += gpu_ms
+        filled = int(job.done_count == len(job.partitions))
+        self.log.info(
+            tracing.ENGINE,
+            "partition GPU prove complete",
+            ("job_id", job.job_id),
+            ("partition", p),
+            ("gpu_ms", gpu_ms),
+            ("filled", filled),
+        )
+        self.log.info(
+            tracing.ENGINE,
+            "FIN_TIMING finalizer partition",
+            ("worker_id", w),
+            ("partition", option(p)),
+            ("finish_ms", process_ms),
+            ("drop_res_ms", 0),
+            ("lock_wait_ms", 0),
+            ("process_ms", process_ms),
+            ("total_ms", process_ms),
+        )
+        if filled:
+            self._finish_partitioned(job)
+
+    def _finish_partitioned(self, job: Job) -> None:
+        proof = b"".join(part.proof for part in job.partitions)
+        total_ms = ms_since(job.submitted)
+        self.log.info(
+            tracing.ENGINE,
+            "Phase 7: all partitions complete, proof assembled",
+            ("job_id", job.job_id),
+            ("proof_len", len(proof)),
+            ("total_ms", total_ms),
+            ("synth_ms", job.synth_ms_sum),
+            ("gpu_ms", job.gpu_ms_sum),
+        )
+        assert job.split_at is not None
+        queue_ms = int((job.split_at - job.submitted) * 1000)
+        display = job.facts.display
+        self.counters.status_completed += 1
+        by_kind = self.counters.status_completed_by_kind
+        by_kind[display] = by_kind.get(display, 0) + 1
+        self._complete(
+            job, JobResult(Status.COMPLETED, proof, "", queue_ms, job.synth_ms_sum, job.gpu_ms_sum, total_ms)
+        )
+
+    def _finish_monolithic(self, item: GpuItem, gpu_ms: int, worker_id: int, process_ms: int) -> None:
+        self.log.info(
+            tracing.ENGINE,
+            "FIN_TIMING finalizer monolithic",
+            ("worker_id", worker_id),
+            ("finish_ms", process_ms),
+            ("drop_res_ms", 0),
+            ("lock_wait_ms", 0),
+            ("process_ms", process_ms),
+            ("total_ms", process_ms),
+        )
+        per_job = item.circuits // len(item.jobs)
+        if len(item.jobs) > 1:
+            self.log.info(
+                tracing.ENGINE,
+                "batched proof completed — splitting results",
+                ("batch_size", len(item.jobs)),
+                ("num_proofs", item.circuits),
+            )
+        for job in item.jobs:
+            proof = b"".join(partition_proof(job.digest, i) for i in range(per_job))
+            total_ms = ms_since(job.submitted)
+            queue_ms = max(0, total_ms - item.synth_ms - gpu_ms)
+            if len(item.jobs) > 1:
+                self.log.info(tracing.ENGINE, "sector proof delivered from batch", ("job_id", job.job_id))
+            self.log.info(
+                tracing.ENGINE,
+                "proof completed successfully (pipeline)",
+                ("proof_len", len(proof)),
+                ("total_ms", total_ms),
+                ("queue_ms", queue_ms),
+                ("synth_ms", item.synth_ms),
+                ("gpu_ms", gpu_ms),
+            )
+            self._complete(job, JobResult(Status.COMPLETED, proof, "", queue_ms, item.synth_ms, gpu_ms, total_ms))
+
+    def _complete(self, job: Job, result: JobResult) -> None:
+        display = job.facts.display
+        c = self.counters
+        if result.status is Status.COMPLETED:
+            c.completed += 1
+            c.completed_by_kind[display] = c.completed_by_kind.get(display, 0) + 1
+            window = c.durations.setdefault(display, deque(maxlen=DURATION_WINDOW))
+            window.append(result.total_ms / 1000)
+            self.residency.release_srs(job.facts.circuit_id)
+        else:
+            c.failed += 1
+            c.failed_by_kind[display] = c.failed_by_kind.get(display, 0) + 1
+        self.in_progress[display] = max(0, self.in_progress.get(display, 0) - 1)
+        job.completed_at = time.monotonic()
+        if not job.future.done():
+            job.future.set_result(result)
+
+    def _fail(self, job: Job, error: str) -> None:
+        if job.failed:
+            return
+        job.failed = True
+        self._complete(job, JobResult(Status.FAILED, error=error))
+
+    # Legacy (pipeline.enabled = false) ---------------------------------------------------------------
+
+    async def _legacy_worker(self, worker: GpuWorker) -> None:
+        """One whole proof at a time per GPU: no TIMELINE, no partitions, SRS outside the budget."""
+        while True:
+            job = await self.scheduler.get()
+            if job is None:
+                return
+            self._dequeued(job)
+            error = await self._parse(job)
+            if error is not None:
+                self.log.error(tracing.ENGINE, "proof failed", ("error", error))
+                self._fail(job, error)
+                continue
+            worker.job, worker.kind, worker.busy_since = job, job.facts.display, time.monotonic()
+            started = time.monotonic()
+            facts = job.facts
+            seconds = facts.partitions * (timemodel.SYNTH_S[facts.kind] + timemodel.GPU_MUTEX_S[facts.kind])
+            await self.clock.sleep(self._jittered(seconds))
+            prove_ms = ms_since(started)
+            proof = b"".join(partition_proof(job.digest, i) for i in range(facts.partitions))
+            total_ms = ms_since(job.submitted)
+            worker.job, worker.kind, worker.busy_since = None, "", None
+            self.log.info(
+                tracing.ENGINE,
+                "proof completed successfully (monolithic)",
+                ("proof_len", len(proof)),
+                ("total_ms", total_ms),
+                ("queue_ms", total_ms - prove_ms),
+                ("deser_ms", 0),
+                ("prove_ms", prove_ms),
+            )
+            self._complete(job, JobResult(Status.COMPLETED, proof, "", total_ms - prove_ms, 0, prove_ms, total_ms))
+
+    # Views --------------------------------------------------------------------------------------------
+
+    def uptime(self) -> float:
+        return time.monotonic() - self.created
+
+    def prune_pipelines(self) -> None:
+        now = time.monotonic()
+        for job_id, job in list(self.pipelines.items()):
+            if job.completed_at is not None and not job.failed and now - job.completed_at > COMPLETED_RETENTION_S:
+                del self.pipelines[job_id]
+
+
+class Pacer:
+    """A PI pacer that spaces out synthesis dispatch to keep about ``target`` synthesized
+    partitions waiting for the GPU (``max_gpu_queue_depth``; reference §3.10, §4.6 pacer lines)."""
+
+    KP: Final = 0.5
+    KI: Final = 0.05
+
+    def __init__(self, engine: Engine, target: int) -> None:
+        self.engine = engine
+        self.target = target
+        self.bootstrap = True
+        self.bootstrap_dispatched = 0
+        self.rebootstraps = 0
+        self.dispatches = 0
+        self.gpu_proc_ms: float | None = None
+        self.ema_waiting = 0.0
+        self.ema_synth_ms = 0.0
+        self.integral = 0.0
+        self.interval_ms = 0.0
+        self.last_dispatch = 0.0
+        self._gpu_event = asyncio.Event()
+
+    def gpu_done(self, held_ms: int) -> None:
+        self.gpu_proc_ms = held_ms if self.gpu_proc_ms is None else 0.8 * self.gpu_proc_ms + 0.2 * held_ms
+        self._gpu_event.set()
+
+    def synth_done(self, synth_ms: int) -> None:
+        self.ema_synth_ms = synth_ms if self.ema_synth_ms == 0 else 0.8 * self.ema_synth_ms + 0.2 * synth_ms
+
+    def _gpu_eff_ms(self) -> float:
+        return (self.gpu_proc_ms or 0.0) / max(1, len(self.engine.devices))
+
+    async def before_dispatch(self) -> None:
+        e = self.engine
+        waiting = len(e.gpu_queue)
+        in_flight = e.synth_active
+        self.ema_waiting = 0.7 * self.ema_waiting + 0.3 * waiting
+        if not self.bootstrap and waiting == 0 and in_flight == 0 and e.buffers["pending"] == 0:
+            self.bootstrap, self.bootstrap_dispatched = True, 0
+            self.rebootstraps += 1
+            e.log.info(
+                tracing.ENGINE,
+                "pacer: pipeline drained, re-entering bootstrap",
+                ("rebootstrap", self.rebootstraps),
+                ("gpu_proc_ms", Quoted(f"{self.gpu_proc_ms or 0.0:.1f}")),
+            )
+        if self.bootstrap:
+            self.bootstrap_dispatched += 1
+            if self.bootstrap_dispatched > self.target:
+                e.log.info(tracing.ENGINE, "pacer: bootstrap done, waiting for first GPU completion")
+                self._gpu_event.clear()
+                if self.gpu_proc_ms is None:
+                    await self._gpu_event.wait()
+                self.bootstrap = False
+                e.log.info(
+                    tracing.ENGINE,
+                    "pacer: GPU rate calibrated, switching to PI control",
+                    ("gpu_proc_ms", Quoted(f"{self.gpu_proc_ms or 0.0:.1f}")),
+                    ("gpu_eff_ms", Quoted(f"{self._gpu_eff_ms():.1f}")),
+                    ("ema_waiting", Quoted(f"{self.ema_waiting:.2f}")),
+                )
+        else:
+            error = (self.ema_waiting - self.target) / self.target
+            self.integral = max(-10.0, min(10.0, self.integral + error))
+            self.interval_ms = max(0.0, self._gpu_eff_ms() * (1 + self.KP * error + self.KI * self.integral))
+            wait_s = self.last_dispatch + self.interval_ms / 1000 - time.monotonic()
+            if wait_s > 0:
+                await asyncio.sleep(wait_s)
+        self.last_dispatch = time.monotonic()
+        self.dispatches += 1
+        if self.dispatches % 5 == 0:
+            e.log.info(
+                tracing.ENGINE,
+                "pacer: status",
+                ("total", self.dispatches),
+                ("in_flight", in_flight),
+                ("waiting", waiting),
+                ("ema_waiting", Quoted(f"{self.ema_waiting:.2f}")),
+                ("gpu_proc_ms", Quoted(f"{self.gpu_proc_ms or 0.0:.1f}")),
+                ("gpu_eff_ms", Quoted(f"{self._gpu_eff_ms():.1f}")),
+                ("ema_synth_ms", Quoted(f"{self.ema_synth_ms:.1f}")),
+                ("interval_ms", Quoted(f"{self.interval_ms:.1f}")),
+                ("integral", Quoted(f"{self.integral:.3f}")),
+                ("bootstrap", self.bootstrap),
+                ("rebootstraps", self.rebootstraps),
+            )

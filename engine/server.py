@@ -1,0 +1,171 @@
+"""The ``cuzk.v1.ProvingEngine`` gRPC service with the daemon's semantics (reference §1)."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import grpc
+
+from cuzktui.daemon_facts import ProofKind
+from cuzktui.proto import proving_pb2 as pb
+from cuzktui.proto import proving_pb2_grpc
+
+from . import tracing
+from .jobs import Job, JobResult, ProofRequest, Status
+from .pipeline import Engine
+from .srs import UnknownCircuit
+from .views import metrics_text
+
+MESSAGE_LIMIT: Final = 128 * 1024 * 1024
+# grpcio would reject oversized requests itself with another code and text; it accepts up to
+# this much so the servicer can answer exactly like tonic does.
+TRANSPORT_RECEIVE_LIMIT: Final = 4 * MESSAGE_LIMIT
+GRPC_OPTIONS: Final = [
+    ("grpc.max_send_message_length", MESSAGE_LIMIT),
+    ("grpc.max_receive_message_length", TRANSPORT_RECEIVE_LIMIT),
+    ("grpc.so_reuseport", 0),
+]
+
+
+def _request(msg: pb.SubmitProofRequest) -> ProofRequest:
+    return ProofRequest(
+        request_id=msg.request_id,
+        kind=ProofKind(msg.proof_kind),
+        priority=int(msg.priority),
+        registered_proof=msg.registered_proof,
+        sector_size=msg.sector_size,
+        vanilla_proof=msg.vanilla_proof,
+        vanilla_proofs=list(msg.vanilla_proofs),
+        sector_number=msg.sector_number,
+        miner_id=msg.miner_id,
+        randomness=msg.randomness,
+        partition_index=msg.partition_index,
+        comm_r_old=msg.comm_r_old,
+        comm_r_new=msg.comm_r_new,
+        comm_d_new=msg.comm_d_new,
+    )
+
+
+def _response(job_id: str, result: JobResult) -> pb.AwaitProofResponse:
+    if result.status is Status.FAILED:
+        return pb.AwaitProofResponse(job_id=job_id, status=pb.AwaitProofResponse.FAILED, error_message=result.error)
+    return pb.AwaitProofResponse(
+        job_id=job_id,
+        status=pb.AwaitProofResponse.COMPLETED,
+        proof=result.proof,
+        queue_wait_ms=result.queue_wait_ms,
+        srs_load_ms=0,
+        synthesis_ms=result.synthesis_ms,
+        gpu_compute_ms=result.gpu_ms,
+        total_ms=result.total_ms,
+    )
+
+
+class ProvingService(proving_pb2_grpc.ProvingEngineServicer):
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.log = engine.log
+
+    async def _check_submit(self, msg: pb.SubmitProofRequest, context: Any) -> None:
+        size = msg.ByteSize()
+        if size > MESSAGE_LIMIT:
+            await context.abort(
+                grpc.StatusCode.OUT_OF_RANGE,
+                f"Error, decoded message length too large: found {size} bytes, the limit is: {MESSAGE_LIMIT} bytes",
+            )
+        if int(msg.proof_kind) not in {int(k) for k in ProofKind}:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"invalid proof_kind: {int(msg.proof_kind)}")
+
+    def _log_arrival(self, rpc: str, msg: pb.SubmitProofRequest) -> None:
+        self.log.info(
+            tracing.SERVICE,
+            rpc,
+            ("request_id", msg.request_id),
+            ("proof_kind", int(msg.proof_kind)),
+            ("input_size", len(msg.vanilla_proof)),
+        )
+
+    async def SubmitProof(self, request: pb.SubmitProofRequest, context: Any) -> pb.SubmitProofResponse:
+        self._log_arrival("SubmitProof", request)
+        await self._check_submit(request, context)
+        job, position = self.engine.submit(_request(request))
+        return pb.SubmitProofResponse(job_id=job.job_id, queue_position=position, assigned_gpu="")
+
+    async def AwaitProof(self, request: pb.AwaitProofRequest, context: Any) -> pb.AwaitProofResponse:
+        self.log.info(tracing.SERVICE, "AwaitProof", ("job_id", request.job_id))
+        job: Job | None = self.engine.jobs.get(request.job_id)
+        if job is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"job not found: {request.job_id}")
+            raise AssertionError("abort returns only by raising")
+        return _response(job.job_id, await job.future)
+
+    async def Prove(self, request: pb.ProveRequest, context: Any) -> pb.ProveResponse:
+        if not request.HasField("submit"):
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "missing submit field")
+        submit = request.submit
+        self._log_arrival("Prove", submit)
+        await self._check_submit(submit, context)
+        job, _ = self.engine.submit(_request(submit))
+        result = await job.future
+        # Prove echoes the request id, so a generated UUID is not returned (reference §1.5).
+        return pb.ProveResponse(result=_response(submit.request_id, result))
+
+    async def CancelProof(self, request: pb.CancelProofRequest, context: Any) -> pb.CancelProofResponse:
+        self.log.warn(tracing.SERVICE, "CancelProof (not yet implemented)", ("job_id", request.job_id))
+        return pb.CancelProofResponse(was_running=False)
+
+    async def GetStatus(self, request: pb.GetStatusRequest, context: Any) -> pb.GetStatusResponse:
+        engine = self.engine
+        vram = engine.config.engine.gpu_memory
+        gpus = [
+            pb.GPUStatus(
+                ordinal=w.gpu,
+                name=f"cuzk-engine emulated GPU {w.gpu}",
+                vram_total_bytes=vram,
+                vram_free_bytes=max(0, vram - engine.gpu_vram_used.get(w.gpu, 0)),
+                current_job_id="" if w.job is None else w.job.job_id,
+                current_proof_kind=w.kind,
+            )
+            for w in engine.workers
+        ]
+        loaded = [
+            pb.SRSStatus(circuit_id=e.circuit_id, tier=pb.SRSStatus.HOT, size_bytes=0, ref_count=0)
+            for e in engine.residency.srs.values()
+            if e.preloaded
+        ]
+        queues = [
+            pb.QueueStatus(proof_kind=kind, pending=n, in_progress=engine.in_progress.get(kind, 0))
+            for kind, n in engine.waiting_by_kind().items()
+        ]
+        return pb.GetStatusResponse(
+            gpus=gpus,
+            loaded_srs=loaded,
+            queues=queues,
+            total_proofs_completed=engine.counters.completed,
+            total_proofs_failed=engine.counters.failed,
+            uptime_seconds=int(engine.uptime()),
+            pinned_memory_bytes=0,
+            pinned_memory_limit_bytes=0,
+        )
+
+    async def GetMetrics(self, request: pb.GetMetricsRequest, context: Any) -> pb.GetMetricsResponse:
+        return pb.GetMetricsResponse(prometheus_text=metrics_text(self.engine))
+
+    async def PreloadSRS(self, request: pb.PreloadSrsRequest, context: Any) -> pb.PreloadSrsResponse:
+        self.log.info(tracing.SERVICE, "PreloadSRS", ("circuit_id", request.circuit_id))
+        try:
+            already, load_ms = await self.engine.residency.acquire_srs(request.circuit_id, preload=True)
+        except UnknownCircuit:
+            await context.abort(grpc.StatusCode.INTERNAL, f"unknown circuit ID: {request.circuit_id}")
+            raise AssertionError("abort returns only by raising") from None
+        return pb.PreloadSrsResponse(already_loaded=already, load_time_ms=0 if already else load_ms)
+
+    async def EvictSRS(self, request: pb.EvictSrsRequest, context: Any) -> pb.EvictSrsResponse:
+        self.log.warn(tracing.SERVICE, "EvictSRS (not yet implemented)", ("circuit_id", request.circuit_id))
+        return pb.EvictSrsResponse(was_loaded=False, freed_bytes=0)
+
+
+def make_server(engine: Engine) -> Any:
+    server = grpc.aio.server(options=GRPC_OPTIONS)
+    proving_pb2_grpc.add_ProvingEngineServicer_to_server(ProvingService(engine), server)
+    return server
