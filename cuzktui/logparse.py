@@ -189,61 +189,78 @@ def _unescape(raw: str) -> str:
     return _ESCAPE_RE.sub(_unescape_one, raw) if "\\" in raw else raw
 
 
-def _next_key(text: str, pos: int, keys: frozenset[str] | None, seen: dict[str, str]) -> re.Match[str] | None:
-    """The next field boundary: a known key (when ``keys`` is given) not already seen.
-
-    A key never repeats within one event, so `` error=`` inside an error text is text.
-    """
-    m = _KEY_RE.search(text, pos)
-    while m is not None and ((keys is not None and m.group(1) not in keys) or m.group(1) in seen):
-        m = _KEY_RE.search(text, m.end())
-    return m
+def _value(raw: str) -> str:
+    """A field value: a complete Debug string unquoted and unescaped, anything else verbatim."""
+    if raw.startswith('"') and len(raw) > 1 and _quoted_end(raw, 0) == len(raw):
+        return _unescape(raw[1:-1])
+    return raw
 
 
 def _split_fields(text: str, keys: frozenset[str] | None = None) -> tuple[str, dict[str, str]]:
-    """(message, fields) of ``text`` = "<message>[ key=value]*"; ``keys`` limits the boundaries."""
+    """(message, fields) of ``text`` = "<message>[ key=value]*"; ``keys`` limits the boundaries.
+
+    One regex split finds every candidate `` key=``; a candidate is not a boundary (and is
+    glued back into the value before it) when the key is not allowed, when it already
+    occurred (a key never repeats within one event, so `` error=`` inside an error text is
+    text), or when it falls inside a double-quoted value.
+    """
+    parts = _KEY_RE.split(text)
+    message = parts[0]
     fields: dict[str, str] = {}
-    m = _next_key(text, 0, keys, fields)
-    if m is None:
-        return text, fields
-    message = text[: m.start()]
-    while m is not None:
-        key, start = m.group(1), m.end()
-        fields[key] = ""  # seen: a later " key=" is part of a value
-        if text.startswith('"', start):
-            end = _quoted_end(text, start)
-            if end != -1:
-                after = _next_key(text, end, keys, fields) if end < len(text) else None
-                if end == len(text) or (after is not None and after.start() == end):
-                    fields[key] = _unescape(text[start + 1 : end - 1])
-                    m = after
-                    continue
-        # Unquoted (or a quote that does not close where a field ends): up to the next boundary.
-        m = _next_key(text, start, keys, fields)
-        fields[key] = text[start : m.start() if m is not None else len(text)]
+    key: str | None = None
+    value = ""
+    for i in range(1, len(parts) - 1, 2):
+        candidate, piece = parts[i], parts[i + 1]
+        inside_quote = value.startswith('"') and _quoted_end(value, 0) == -1
+        if (keys is None or candidate in keys) and candidate != key and candidate not in fields and not inside_quote:
+            if key is not None:
+                fields[key] = _value(value)
+            key, value = candidate, piece
+        elif key is None:
+            message = f"{message} {candidate}={piece}"
+        else:
+            value = f"{value} {candidate}={piece}"
+    if key is not None:
+        fields[key] = _value(value)
     return message, fields
 
 
-def _parse_spans(text: str, pos: int) -> tuple[tuple[Span, ...], int]:
-    """The ``name{fields}:`` spans starting at ``pos`` and the index after them and their space."""
+@lru_cache(maxsize=512)
+def _span_block(block: str) -> tuple[Span, ...] | None:
+    """The spans of ``a{..}:b{..}`` (None when malformed); cached: a span prefixes many lines.
+
+    Cached Span objects are shared between events, which is safe because events are immutable.
+    """
     spans: list[Span] = []
-    n = len(text)
-    while pos < n:
-        brace = text.find("{", pos)
-        space = text.find(" ", pos)
-        if brace == -1 or (space != -1 and space < brace) or not text[pos:brace].isidentifier():
-            break
-        close = text.find("}:", brace)
+    pos, last = 0, len(block) - 1
+    while pos <= last:
+        brace = block.find("{", pos)
+        if brace == -1 or not block[pos:brace].isidentifier():
+            return None
+        close = block.find("}:", brace)
         if close == -1:
-            break
-        _, fields = _split_fields(" " + text[brace + 1 : close])
-        spans.append(Span(text[pos:brace], fields))
+            close = last
+        _, fields = _split_fields(" " + block[brace + 1 : close])
+        spans.append(Span(block[pos:brace], fields))
         pos = close + 2
-    if spans:
-        if not text.startswith(" ", pos):
-            return (), -1
-        pos += 1
-    return tuple(spans), pos
+    return tuple(spans)
+
+
+def _parse_spans(text: str, pos: int) -> tuple[tuple[Span, ...], int]:
+    """The ``name{fields}:`` spans at ``pos`` and the index after them (-1: malformed spans).
+
+    Spans end at the first ``}: `` (span values never contain ``}:``, §4.2); a first word
+    without ``{`` is the target, not a span.
+    """
+    brace = text.find("{", pos)
+    space = text.find(" ", pos)
+    if brace == -1 or (space != -1 and space < brace):
+        return (), pos
+    end = text.find("}: ", brace)
+    if end == -1:
+        return (), pos
+    spans = _span_block(text[pos : end + 1])
+    return ((), -1) if spans is None else (spans, end + 3)
 
 
 _Builder = Callable[[LogRecord], LogEvent]
@@ -436,7 +453,7 @@ def _parse_human(line: str) -> LogEvent:
         return PlainLine(line)
     colon = line.find(": ", pos)
     target = line[pos:colon]
-    if colon == -1 or not target or " " in target:
+    if colon == -1 or not target or " " in target or "{" in target:
         return PlainLine(line)
     body = line[colon + 2 :]
     message, fields = _split_fields(body)

@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import bisect
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final, Literal, NamedTuple
+from typing import Any, Final, Literal, NamedTuple
 
 from .events import (
     CuzkTiming,
@@ -258,27 +259,11 @@ class Timeline:
 
     def apply(self, event: LogEvent) -> bool:
         """Update the model with one event; True when anything changed (``version`` moved)."""
-        if isinstance(event, TimelineEvent):
-            changed = self._on_timeline(event)
-        elif isinstance(event, GpuTiming | FinTiming):
-            changed = self._on_worker_timing(event)
-        elif isinstance(event, CuzkTiming):
-            changed = self._on_cuzk_timing(event)
-        elif isinstance(event, ProofAssembled):
-            changed = self._on_assembled(event)
-        elif isinstance(event, ProofFailedLine):
-            changed = self._on_failed(event)
-        elif isinstance(event, DaemonStarting):
-            changed = self._on_daemon_starting(event)
-        elif isinstance(event, EngineStarted):
-            changed = self._on_engine_started(event)
-        elif isinstance(event, LogRecord) and event.message == "pipeline GPU worker started":
-            changed = self._on_worker_started(event)
-        else:
-            changed = False
-        if changed:
-            self.version += 1
-        return changed
+        handler = _HANDLERS.get(type(event))
+        if handler is None or not handler(self, event):
+            return False
+        self.version += 1
+        return True
 
     def _see(self, segment: Segment, t: float) -> None:
         segment._see(t)
@@ -335,7 +320,9 @@ class Timeline:
             self._see(segment, event.ts)
         return True
 
-    def _on_worker_started(self, event: LogRecord) -> bool:
+    def _on_log_record(self, event: LogRecord) -> bool:
+        if event.message != "pipeline GPU worker started":
+            return False
         worker, gpu = event.fields.get("worker_id", ""), event.fields.get("gpu", "")
         if not (worker.isascii() and worker.isdigit() and gpu.isascii() and gpu.isdigit()):
             return False
@@ -683,6 +670,20 @@ class Timeline:
             gpu_busy={} if window is None else self.busy_fraction(*window),
             unattached_cuzk_timings=self.unattached_cuzk_timings,
         )
+
+
+# Dispatch by exact event type (log events are final classes): one dict lookup per line.
+_HANDLERS: Final[dict[type[Any], Callable[[Timeline, Any], bool]]] = {
+    TimelineEvent: Timeline._on_timeline,
+    GpuTiming: Timeline._on_worker_timing,
+    FinTiming: Timeline._on_worker_timing,
+    CuzkTiming: Timeline._on_cuzk_timing,
+    ProofAssembled: Timeline._on_assembled,
+    ProofFailedLine: Timeline._on_failed,
+    DaemonStarting: Timeline._on_daemon_starting,
+    EngineStarted: Timeline._on_engine_started,
+    LogRecord: Timeline._on_log_record,
+}
 
 
 def _int(text: str | None) -> int | None:
