@@ -1,0 +1,26 @@
+"""The engine_factory fixture: start cuzk-engine subprocesses, stopped (SIGTERM, then SIGKILL) at teardown."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from engine_harness import RunningEngine, start_engine
+
+
+@pytest.fixture
+def engine_factory(tmp_path: Path) -> Iterator[Any]:
+    started: list[RunningEngine] = []
+
+    def factory(sections: dict[str, dict[str, Any]] | None = None, **kwargs: Any) -> RunningEngine:
+        sub = tmp_path / f"engine{len(started)}"
+        sub.mkdir()
+        running = start_engine(sub, sections or {}, **kwargs)
+        started.append(running)
+        return running
+
+    yield factory
+    for running in started:
+        running.stop()
