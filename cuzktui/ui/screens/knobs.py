@@ -1,22 +1,399 @@
-"""Knobs screen (stub: the full screen lands shortly)."""
+"""Knobs screen: every config knob as a form field, the diff against the running config, Apply.
+
+The daemon reads its config only at start, so every change is a save + drain + restart and
+costs an SRS reload: the screen therefore shows exactly what would change (old → new) and asks
+before applying. Knobs the daemon ignores (deprecated, inert) are marked so nobody tunes them
+hoping for an effect; engine-only knobs are marked as such. Values are checked as they are typed
+with the schema's own checks, which go further than the daemon (it silently reads ``"1.5GiB"``
+as 50 GiB).
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.markup import escape
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.suggester import SuggestFromList
+from textual.widgets import Collapsible, Footer, Input, Label, LoadingIndicator, Static, Switch
 
 from ...controller import Controller
+from ...knobs import (
+    KNOBS_BY_NAME,
+    LEVELS,
+    Knob,
+    KnobType,
+    KnobValueError,
+    Problem,
+    Severity,
+    Status,
+    knobs_by_section,
+    parse_cli_value,
+    validate_value,
+)
+from ...model import SessionModel
+from ..widgets.form import ConfirmModal
+
+# Rich styles, not CSS classes: the badge is part of a Text that wraps with the summary.
+_BADGES = {
+    Status.DEPRECATED: ("DEPRECATED — ignored by the daemon", "bold yellow"),
+    Status.INERT: ("NO EFFECT — ignored by the daemon", "bold yellow"),
+    Status.ENGINE_ONLY: ("ENGINE ONLY — the real daemon ignores it", "bold cyan"),
+}
+
+
+def value_text(value: Any) -> str:
+    """How a TOML value is typed into a field (the inverse of ``parse_cli_value``)."""
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return ", ".join(str(item) for item in value)
+    return str(value)
+
+
+def show_value(value: Any) -> str:
+    """A value as TOML writes it, for the diff and the confirmation."""
+    return "(unset)" if value is None else json.dumps(value)
+
+
+def same_value(a: Any, b: Any) -> bool:
+    # json distinguishes true from 1 and 1 from 1.0 where == does not.
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+class KnobField(Vertical):
+    """One knob: name, the input, a one-line summary (full help while focused), what is wrong."""
+
+    DEFAULT_CSS = """
+    KnobField {
+        height: auto; padding: 0 1;
+        & > Horizontal { height: auto; }
+        .knob--name { width: 30; text-style: bold; }
+        .knob--editor { width: 1fr; }
+        .knob--summary, .knob--help, .knob--problem { padding-left: 30; color: $text-muted; }
+        .knob--help { display: none; }
+        &:focus-within .knob--help { display: block; }
+        &:focus-within .knob--summary { display: none; }
+        .knob--problem { display: none; }
+        .knob--problem.-error { display: block; color: $text-error; }
+        .knob--problem.-warning { display: block; color: $text-warning; }
+        &.-changed .knob--name { color: $text-accent; }
+        Input.-invalid { background: $error 25%; }
+    }
+    """
+
+    def __init__(self, knob: Knob, value: Any, *, disabled: bool) -> None:
+        super().__init__(id=f"knob-{knob.section}-{knob.key}")
+        self.knob = knob
+        self._initial_value = value
+        self._editor_disabled = disabled
+        self.problems: list[Problem] = []
+
+    def compose(self) -> ComposeResult:
+        k = self.knob
+        with Horizontal():
+            yield Label(k.key + (f" [{k.units}]" if k.units else ""), markup=False, classes="knob--name")
+            if k.type is KnobType.BOOL:
+                yield Switch(bool(self._initial_value), disabled=self._editor_disabled, classes="knob--editor")
+            else:
+                yield Input(
+                    value_text(self._initial_value),
+                    placeholder=value_text(k.default) or "(unset)",
+                    suggester=SuggestFromList(LEVELS) if k.type is KnobType.LEVEL else None,
+                    disabled=self._editor_disabled,
+                    compact=True,
+                    classes="knob--editor",
+                )
+        yield Static(self._badge() + Text(k.summary), classes="knob--summary")
+        yield Static(self._badge() + self._help_text(), classes="knob--help")
+        yield Static(classes="knob--problem")
+
+    def _badge(self) -> Text:
+        badge = _BADGES.get(self.knob.status)
+        return Text(f"{badge[0]} · ", style=badge[1]) if badge is not None else Text()
+
+    def _help_text(self) -> Text:
+        k = self.knob
+        text = Text(k.help)
+        limits = k.describe_range()
+        if limits:
+            text.append(f" Allowed: {limits}.")
+        if k.default is not None:
+            text.append(f" Default: {show_value(k.default)}.")
+        return text
+
+    def on_mount(self) -> None:
+        self.check()
+
+    def value(self) -> Any:
+        """The field's value as TOML; KnobValueError when the text is not of the knob's type."""
+        if self.knob.type is KnobType.BOOL:
+            return self.query_one(Switch).value
+        text = self.query_one(Input).value
+        if not text.strip() and self.knob.default is None:
+            return None  # a knob the daemon only reads to warn about: leave it out of the file
+        return parse_cli_value(self.knob, text)
+
+    def set_value(self, value: Any) -> None:
+        if self.knob.type is KnobType.BOOL:
+            self.query_one(Switch).value = bool(value)
+        else:
+            self.query_one(Input).value = value_text(value)
+        self.check()
+
+    def check(self) -> list[Problem]:
+        """Validate the current value and show the first problem under the field."""
+        try:
+            value = self.value()
+        except KnobValueError as exc:
+            problems = [Problem(Severity.ERROR, self.knob.name, str(exc).removeprefix(f"{self.knob.name}: "))]
+        else:
+            problems = [] if value is None else validate_value(self.knob, value)
+        # The badge already says an ignored knob is ignored; repeat only real errors for those.
+        ignored = self.knob.status in (Status.DEPRECATED, Status.INERT)
+        self.problems = [
+            p for p in problems if p.severity is Severity.ERROR or (p.severity is Severity.WARNING and not ignored)
+        ]
+        line = self.query_one(".knob--problem", Static)
+        errors = [p for p in self.problems if p.severity is Severity.ERROR]
+        shown = errors or self.problems
+        line.set_class(bool(errors), "-error")
+        line.set_class(bool(shown) and not errors, "-warning")
+        line.update(("✗ " if errors else "! ") + shown[0].message if shown else "")
+        for editor in self.query(Input):
+            editor.set_class(bool(errors), "-invalid")
+        return self.problems
+
+    @property
+    def has_error(self) -> bool:
+        return any(p.severity is Severity.ERROR for p in self.problems)
+
+
+def apply_stage(model: SessionModel, runs_before: int) -> str:
+    """Where an apply stands, read from the model: the daemon's run counter and phase."""
+    daemon = model.daemon
+    if daemon.runs > runs_before:
+        return "ready" if daemon.phase == "ready" else "restarting: waiting for the daemon to serve"
+    if daemon.phase in ("dead", "none"):
+        return "restarting"
+    return "saving the config and draining proofs in flight"
 
 
 class KnobsScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+s", "apply", "Apply", priority=True),
+        Binding("ctrl+r", "revert", "Revert", priority=True),
+        Binding("ctrl+e", "toggle_sections", "Expand/collapse", priority=True),
+    ]
+
+    DEFAULT_CSS = """
+    KnobsScreen {
+        #knobs-status { height: 1; padding: 0 1; background: $panel; }
+        #knobs-body { height: 1fr; }
+        #knobs-form { width: 2fr; }
+        #knobs-side { width: 44; border-left: vkey $panel; padding: 0 1; }
+        #knobs-diff-title { text-style: bold; }
+        #knobs-progress { height: auto; display: none; margin-top: 1; }
+        #knobs-progress.-busy { display: block; }
+        #knobs-progress LoadingIndicator { height: 1; }
+        Collapsible { padding-bottom: 0; }
+    }
+    """
+
     def __init__(self, controller: Controller) -> None:
         super().__init__()
         self.controller = controller
+        self._running_values: dict[str, Any] = dict(controller.config_values())
+        self._configs_seen = len(controller.model.configs)
+        self._applying = False
+        self._runs_before = 0
+        self._daemon_version = -1
 
     def compose(self) -> ComposeResult:
-        yield Static("Knobs")
+        yield Static(id="knobs-status")
+        with Horizontal(id="knobs-body"):
+            with VerticalScroll(id="knobs-form"):
+                for section, knobs in knobs_by_section():
+                    title = escape(f"[{section}]") + (" — cuzk-engine only" if section == "engine" else "")
+                    with Collapsible(title=title, collapsed=False, id=f"section-{section}"):
+                        for k in knobs:
+                            yield KnobField(
+                                k, self._running_values.get(k.name, k.default), disabled=self.controller.read_only
+                            )
+            with Vertical(id="knobs-side"):
+                yield Static("Changes (running → new)", id="knobs-diff-title")
+                yield Static(id="knobs-diff")
+                with Vertical(id="knobs-progress"):
+                    yield LoadingIndicator()
+                    yield Static(id="knobs-stage")
         yield Footer()
 
+    def on_mount(self) -> None:
+        self._show_changes()
+
+    @property
+    def fields(self) -> list[KnobField]:
+        return list(self.query(KnobField))
+
+    def field(self, name: str) -> KnobField:
+        section, _, key = name.partition(".")
+        return self.query_one(f"#knob-{section}-{key}", KnobField)
+
+    # ---- the form -----------------------------------------------------------------------
+
+    def changes(self) -> dict[str, Any]:
+        """Knobs whose (valid) form value differs from the running config."""
+        changed: dict[str, Any] = {}
+        for f in self.fields:
+            if f.has_error:
+                continue
+            value = f.value()
+            if not same_value(value, self._running_values.get(f.knob.name, f.knob.default)):
+                changed[f.knob.name] = value
+        return changed
+
+    def fill(self, values: Mapping[str, Any]) -> None:
+        """Pre-fill fields (e.g. the planner's recommendations) without applying them."""
+        unknown = []
+        for name, value in values.items():
+            if name in KNOBS_BY_NAME:
+                self.field(name).set_value(value)
+            else:
+                unknown.append(name)
+        if unknown:
+            self.notify(f"not knobs of this form: {', '.join(unknown)}", severity="warning")
+        self._show_changes()
+
+    @on(Input.Changed)
+    @on(Switch.Changed)
+    def _edited(self, event: Input.Changed | Switch.Changed) -> None:
+        for ancestor in event.control.ancestors:
+            if isinstance(ancestor, KnobField):
+                ancestor.check()
+                break
+        self._show_changes()
+
+    def _show_changes(self) -> None:
+        changes = self.changes()
+        lines = Text()
+        for f in self.fields:
+            name = f.knob.name
+            f.set_class(name in changes, "-changed")
+            if f.has_error:
+                lines.append(f"{name}\n", style="bold")
+                lines.append(f"  ✗ {f.problems[0].message}\n", style="red")
+            elif name in changes:
+                lines.append(f"{name}\n", style="bold")
+                old = show_value(self._running_values.get(name, f.knob.default))
+                lines.append(f"  {old} → {show_value(changes[name])}\n")
+        errors = sum(f.has_error for f in self.fields)
+        if not lines:
+            lines.append("No changes: the form matches the running config.", style="dim")
+        self.query_one("#knobs-diff", Static).update(lines)
+        status = Text(str(self.controller.config_path() or "no config file (daemon defaults)"))
+        status.append(f" · {len(changes)} change{'s' if len(changes) != 1 else ''}")
+        if errors:
+            status.append(f" · {errors} invalid", style="bold red")
+        if self.controller.read_only:
+            status.append(" · read-only (replay)", style="italic")
+        elif changes:
+            status.append(" · apply = save, drain, restart (SRS reloads on the next proof)")
+        self.query_one("#knobs-status", Static).update(status)
+
+    # ---- actions ------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Hidden from the footer in a replay, which changes nothing.
+        return not (action in ("apply", "revert") and self.controller.read_only)
+
+    def action_revert(self) -> None:
+        for f in self.fields:
+            f.set_value(self._running_values.get(f.knob.name, f.knob.default))
+        self._show_changes()
+
+    def action_toggle_sections(self) -> None:
+        sections = list(self.query(Collapsible))
+        collapse = not all(s.collapsed for s in sections)
+        for s in sections:
+            s.collapsed = collapse
+
+    def action_apply(self) -> None:
+        if self._applying:
+            self.notify("an apply is already in progress", severity="warning")
+            return
+        bad = [f.knob.name for f in self.fields if f.has_error]
+        if bad:
+            self.notify(f"fix the invalid values first: {', '.join(bad)}", severity="error")
+            return
+        changes = self.changes()
+        if not changes:
+            self.notify("nothing to apply: the form matches the running config")
+            return
+        detail = Text()
+        for name, value in changes.items():
+            detail.append(f"{name}: {show_value(self._running_values.get(name))} → {show_value(value)}\n")
+        if self.controller.bench_running():
+            detail.append("\nA benchmark is running: its proofs in flight are drained first.\n", style="bold")
+        detail.append("The daemon reloads its SRS on the next proof (tens of seconds).", style="dim")
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self.run_worker(self._apply(changes), group="knobs-apply", exclusive=True)
+
+        self.app.push_screen(ConfirmModal("Save the config, drain and restart the daemon?", detail), confirmed)
+
+    async def _apply(self, changes: dict[str, Any]) -> None:
+        self._applying = True
+        self._runs_before = self.controller.model.daemon.runs
+        self.query_one("#knobs-progress").add_class("-busy")
+        self._show_stage()
+        try:
+            await self.controller.apply_config(changes)
+        except Exception as exc:
+            self.notify(f"apply failed: {exc}", title="Knobs", severity="error", timeout=15)
+        else:
+            self.notify(f"applied {len(changes)} change(s); the daemon restarted", title="Knobs")
+        finally:
+            self._applying = False
+            self.query_one("#knobs-progress").remove_class("-busy")
+            self._take_running(self.controller.config_values())
+
+    def _show_stage(self) -> None:
+        stage = apply_stage(self.controller.model, self._runs_before)
+        self.query_one("#knobs-stage", Static).update(stage)
+
+    def _take_running(self, running: Mapping[str, Any]) -> None:
+        """Adopt new running values; fields the operator has not edited follow them."""
+        for f in self.fields:
+            name = f.knob.name
+            old = self._running_values.get(name, f.knob.default)
+            new = running.get(name, f.knob.default)
+            if same_value(old, new):
+                continue
+            try:
+                untouched = same_value(f.value(), old)
+            except KnobValueError:
+                untouched = False
+            if untouched:
+                f.set_value(new)
+        self._running_values = dict(running)
+        self._show_changes()
+
     def refresh_from_model(self) -> None:
-        """Called by the app after each poll while this screen is visible."""
+        model = self.controller.model
+        if model.daemon_version == self._daemon_version:
+            return
+        self._daemon_version = model.daemon_version
+        if self._applying:
+            self._show_stage()
+        elif len(model.configs) != self._configs_seen:
+            # A config applied elsewhere (a benchmark's OOM recovery lowers total_budget).
+            self._take_running(self.controller.config_values())
+        self._configs_seen = len(model.configs)

@@ -1,0 +1,153 @@
+"""Knobs screen: generated fields, inline validation, diff, Apply with confirmation, Revert, fill."""
+
+from __future__ import annotations
+
+from screens_fakes import T0, FakeController, ScreenApp
+from textual.widgets import Input, Static, Switch
+
+from cuzktui import events as ev
+from cuzktui.knobs import KNOBS
+from cuzktui.ui.screens.knobs import KnobField, KnobsScreen, apply_stage
+from cuzktui.ui.widgets.form import ConfirmModal
+
+RUNNING = {"memory.total_budget": "200GiB", "pipeline.max_parallel_synthesis": 12}
+
+
+def make_app(fake: FakeController) -> ScreenApp:
+    return ScreenApp(lambda: KnobsScreen(fake), "knobs")
+
+
+def screen_of(app: ScreenApp) -> KnobsScreen:
+    screen = app.screen
+    assert isinstance(screen, KnobsScreen)
+    return screen
+
+
+async def test_a_field_for_every_knob_with_running_values_and_marks() -> None:
+    fake = FakeController(config=RUNNING)
+    app = make_app(fake)
+    async with app.run_test(size=(120, 40)):
+        screen = screen_of(app)
+        assert [f.knob.name for f in screen.fields] == [k.name for k in KNOBS]
+        assert screen.field("memory.total_budget").query_one(Input).value == "200GiB"
+        assert screen.field("scheduler.sort_by_type").query_one(Switch).value is True
+        summary = screen.field("synthesis.partition_workers").query_one(".knob--summary", Static)
+        assert "ignored by the daemon" in str(summary.render())
+        summary = screen.field("engine.memory_scale").query_one(".knob--summary", Static)
+        assert "ENGINE ONLY" in str(summary.render())
+        assert screen.changes() == {}
+
+
+async def test_invalid_value_shows_the_reason_as_typed_and_blocks_apply() -> None:
+    fake = FakeController(config=RUNNING)
+    app = make_app(fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        field = screen.field("memory.total_budget")
+        field.query_one(Input).value = "1.5GiB"
+        await pilot.pause()
+        problem = field.query_one(".knob--problem", Static)
+        assert problem.has_class("-error")
+        assert "1.5GiB" in str(problem.render())
+        assert field.has_error
+        await pilot.press("ctrl+s")
+        assert not isinstance(app.screen, ConfirmModal)
+        assert fake.applied == []
+        field.query_one(Input).value = "150GiB"
+        await pilot.pause()
+        assert not problem.has_class("-error")
+
+
+async def test_apply_confirms_then_sends_only_changed_keys() -> None:
+    fake = FakeController(config=RUNNING)
+    fake.model.apply(ev.DaemonLaunched(T0, "engine", 1, ("cuzk-engine",), None, "127.0.0.1:9820", None))
+    stages: list[str] = []
+    fake.on_apply = lambda f: stages.append(apply_stage(f.model, 1))
+    app = make_app(fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        screen.field("pipeline.max_parallel_synthesis").query_one(Input).value = "8"
+        screen.field("scheduler.sort_by_type").query_one(Switch).value = False
+        await pilot.pause()
+        assert "12 → 8" in str(screen.query_one("#knobs-diff", Static).render())
+        await pilot.press("ctrl+s")
+        assert isinstance(app.screen, ConfirmModal)
+        await pilot.press("y")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert fake.applied == [{"pipeline.max_parallel_synthesis": 8, "scheduler.sort_by_type": False}]
+        assert stages == ["saving the config and draining proofs in flight"]
+        # The applied values are the running ones now.
+        assert screen.changes() == {}
+
+
+async def test_declined_apply_changes_nothing_and_errors_are_notified() -> None:
+    fake = FakeController(config=RUNNING)
+    fake.apply_error = RuntimeError("daemon did not come back")
+    app = make_app(fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        screen.field("pipeline.max_parallel_synthesis").query_one(Input).value = "8"
+        await pilot.pause()
+        await pilot.press("ctrl+s", "n")
+        assert fake.applied == [] and not isinstance(app.screen, ConfirmModal)
+        await pilot.press("ctrl+s", "y")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert any("daemon did not come back" in str(n.message) for n in app._notifications)
+        assert screen.changes() == {"pipeline.max_parallel_synthesis": 8}
+
+
+async def test_revert_resets_the_form_and_fill_prefills_without_applying() -> None:
+    fake = FakeController(config=RUNNING)
+    app = make_app(fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        screen.fill({"memory.total_budget": "150GiB", "gpus.gpu_threads": 32})
+        await pilot.pause()
+        assert screen.changes() == {"memory.total_budget": "150GiB", "gpus.gpu_threads": 32}
+        assert fake.applied == []
+        await pilot.press("ctrl+r")
+        assert screen.changes() == {}
+        assert screen.field("memory.total_budget").query_one(Input).value == "200GiB"
+
+
+async def test_read_only_disables_fields_and_hides_apply() -> None:
+    fake = FakeController(config=RUNNING, read_only=True)
+    app = make_app(fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        assert all(e.disabled for f in screen.query(KnobField) for e in f.query("Input, Switch"))
+        assert screen.check_action("apply", ()) is False
+        await pilot.press("ctrl+s")
+        assert not isinstance(app.screen, ConfirmModal)
+
+
+async def test_config_applied_elsewhere_updates_untouched_fields() -> None:
+    fake = FakeController(config=RUNNING)
+    app = make_app(fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        screen.field("pipeline.max_parallel_synthesis").query_one(Input).value = "10"
+        await pilot.pause()
+        # A benchmark's OOM recovery lowered the budget and restarted the daemon.
+        fake.values["memory.total_budget"] = "150GiB"
+        fake.values["pipeline.max_parallel_synthesis"] = 6
+        fake.model.apply(ev.ConfigApplied(T0, 2, "/s/config/v002.toml", ("memory.total_budget",)))
+        screen.refresh_from_model()
+        await pilot.pause()
+        assert screen.field("memory.total_budget").query_one(Input).value == "150GiB"
+        assert screen.changes() == {"pipeline.max_parallel_synthesis": 10}
+
+
+def test_snapshot_knobs(snap_compare: object) -> None:
+    fake = FakeController(config=RUNNING)
+
+    async def edit(pilot: object) -> None:
+        app = pilot.app  # type: ignore[attr-defined]
+        screen = screen_of(app)
+        screen.field("memory.total_budget").query_one(Input).value = "1.5GiB"
+        screen.field("pipeline.max_parallel_synthesis").query_one(Input).value = "8"
+        await pilot.pause()  # type: ignore[attr-defined]
+
+    assert snap_compare(make_app(fake), terminal_size=(120, 40), run_before=edit)  # type: ignore[operator]
