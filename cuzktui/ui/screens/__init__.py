@@ -1,0 +1,1 @@
+"""The screens of the cuzk-tui app, one module each; the app registers them as modes."""

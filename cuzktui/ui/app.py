@@ -1,0 +1,314 @@
+"""The Textual application: screens, the poll loop, the header line, replay keys and quitting.
+
+The app owns no data. It drives a :class:`~cuzktui.controller.Controller` (live or replay):
+``start()`` once in a worker, then ``poll()`` about once a second. The poll never overlaps
+(a one-shot timer is re-armed after each poll finishes, Dolphie-style), and after a poll only
+the screens that are visible and whose model version moved since they last drew are asked to
+refresh (``refresh_from_model()``), so an idle cockpit costs nothing over SSH.
+
+``controller.model`` is always read fresh: a replay controller may replace the model object
+when it seeks.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from functools import partial
+from typing import Any, ClassVar, cast
+
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.containers import Grid
+from textual.screen import ModalScreen, Screen
+from textual.timer import Timer
+from textual.widgets import Button, Label
+
+from ..controller import Controller, ReplayClock
+from .screens.bench import BenchScreen
+from .screens.dashboard import DashboardScreen
+from .screens.knobs import KnobsScreen
+from .screens.logs import LogsScreen
+from .screens.memcheck import MemcheckScreen
+from .screens.sessions import SessionsScreen
+from .screens.waterfall import WaterfallScreen
+from .theme import DEFAULT_THEME, ThemeFileError, bundled_themes, variable_defaults
+from .widgets.charts import format_duration
+
+# (mode name, key, footer label, screen class): the order is the order of the number keys.
+SCREENS: tuple[tuple[str, str, str, Callable[[Controller], Screen[Any]]], ...] = (
+    ("dashboard", "1", "Dashboard", DashboardScreen),
+    ("waterfall", "2", "Waterfall", WaterfallScreen),
+    ("knobs", "3", "Knobs", KnobsScreen),
+    ("bench", "4", "Bench", BenchScreen),
+    ("memcheck", "5", "Memcheck", MemcheckScreen),
+    ("logs", "6", "Logs", LogsScreen),
+    ("sessions", "7", "Sessions", SessionsScreen),
+)
+
+REPLAY_SPEEDS = (0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
+
+
+def replay_clock(controller: Controller) -> ReplayClock | None:
+    """The controller's replay controls, when it is a replay controller (duck-typed protocol)."""
+    if not controller.read_only:
+        return None
+    needed = ("cursor_t", "speed", "playing", "seek", "play", "pause")
+    return cast(ReplayClock, controller) if all(hasattr(controller, n) for n in needed) else None
+
+
+class ActionsProvider(Provider):
+    """Every action bound on the screen the palette was opened from (so palette == footer)."""
+
+    def _actions(self) -> list[tuple[str, str, Callable[[], object]]]:
+        seen: set[str] = set()
+        actions: list[tuple[str, str, Callable[[], object]]] = []
+        for key, active in self.screen.active_bindings.items():
+            binding = active.binding
+            if not binding.description or binding.action in seen or not active.enabled:
+                continue
+            seen.add(binding.action)
+            run = partial(self.app.call_later, self.app.run_action, binding.action, active.node)
+            label = f"{binding.description} ({binding.key_display or key})"
+            actions.append((label, binding.tooltip or binding.description, run))
+        return actions
+
+    async def discover(self) -> Hits:
+        for label, help_text, run in self._actions():
+            yield DiscoveryHit(label, run, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for label, help_text, run in self._actions():
+            score = matcher.match(label)
+            if score > 0:
+                yield Hit(score, matcher.highlight(label), run, help=help_text)
+
+
+class QuitScreen(ModalScreen[bool | None]):
+    """Asks whether to stop the daemon / benchmark or leave them running; dismisses with the choice."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("s", "choose(True)", "Stop and quit"),
+        Binding("l", "choose(False)", "Leave running"),
+        Binding("escape", "choose(None)", "Cancel"),
+    ]
+
+    def __init__(self, running: list[str], address: str) -> None:
+        super().__init__()
+        self.running = running
+        self.address = address
+
+    def compose(self) -> ComposeResult:
+        attach = f"cuzk-tui attach {self.address}" if self.address else "cuzk-tui attach <address>"
+        with Grid(id="quit-dialog"):
+            yield Label(
+                Text.assemble(
+                    ("Still running: ", "bold"),
+                    ", ".join(self.running),
+                    "\n\nStop them, or leave them running and re-attach later with\n  ",
+                    (attach, "bold"),
+                ),
+                id="quit-question",
+            )
+            yield Button("Stop and quit [s]", variant="error", id="quit-stop")
+            yield Button("Leave running [l]", variant="primary", id="quit-leave")
+            yield Button("Cancel [esc]", id="quit-cancel")
+
+    def action_choose(self, choice: bool | None) -> None:
+        self.dismiss(choice)
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        choices: dict[str | None, bool | None] = {"quit-stop": True, "quit-leave": False}
+        self.dismiss(choices.get(event.button.id))
+
+
+class CuzkApp(App[None]):
+    CSS_PATH = "app.tcss"
+    TITLE = "cuzk-tui"
+    COMMANDS = App.COMMANDS | {ActionsProvider}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *(Binding(key, f"show('{mode}')", label) for mode, key, label, _ in SCREENS),
+        Binding("q", "request_quit", "Quit"),
+        Binding("ctrl+q", "request_quit", "Quit", show=False, priority=True),
+        Binding("space", "toggle_play", "Play/pause"),
+        Binding("greater_than_sign,plus", "speed(1)", "Faster", key_display=">"),
+        Binding("less_than_sign,minus", "speed(-1)", "Slower", key_display="<"),
+    ]
+
+    def __init__(
+        self,
+        controller: Controller,
+        *,
+        ascii_only: bool = False,
+        theme: str | None = None,
+        poll_interval: float = 1.0,
+    ) -> None:
+        super().__init__()
+        self.controller = controller
+        self.ascii_only = ascii_only
+        self.poll_interval = poll_interval
+        self._requested_theme = theme
+        self._poll_timer: Timer | None = None
+        self._drawn: dict[Screen[Any], tuple[int, int]] = {}
+        for mode, _key, _label, screen_class in SCREENS:
+            self.add_mode(mode, partial(screen_class, controller))
+
+    # -- setup ---------------------------------------------------------------------------------
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return variable_defaults(self.current_theme)
+
+    async def on_mount(self) -> None:
+        try:
+            for theme in bundled_themes():
+                self.register_theme(theme)
+        except ThemeFileError as exc:
+            self.notify(str(exc), title="Theme", severity="error")
+        # NO_COLOR: a theme change cannot bring colour back (the app filters it), keep the default.
+        wanted = self._requested_theme or os.environ.get("CUZK_TUI_THEME") or DEFAULT_THEME
+        if self.get_theme(wanted) is None:
+            self.notify(
+                f"unknown theme {wanted!r}; available: {', '.join(sorted(self.available_themes))}",
+                title="Theme",
+                severity="error",
+            )
+            wanted = DEFAULT_THEME if self.get_theme(DEFAULT_THEME) else "textual-dark"
+        self.theme = wanted
+        if self.ascii_only:
+            self.add_class("-ascii")
+        self.title = f"cuzk-tui · {self.controller.identity.title}"
+        await self.switch_mode("dashboard")  # mounted before the first poll asks it to draw
+        self._start()
+
+    @work(exclusive=True, group="controller")
+    async def _start(self) -> None:
+        try:
+            await self.controller.start()
+        except Exception as exc:
+            self.notify(f"could not start: {exc}", title="Controller", severity="error", timeout=30)
+        await self._poll()
+
+    # -- polling -------------------------------------------------------------------------------
+
+    async def _poll(self) -> None:
+        try:
+            await self.controller.poll()
+        except Exception as exc:
+            self.notify(f"poll failed: {exc}", title="Controller", severity="error")
+        self.refresh_visible()
+        self._poll_timer = self.set_timer(self.poll_interval, self._poll_tick)
+
+    def _poll_tick(self) -> None:
+        self.run_worker(self._poll(), exclusive=True, group="controller")
+
+    def refresh_visible(self) -> None:
+        """Redraw the visible screens whose model moved since they last drew; update the header."""
+        model = self.controller.model
+        key = (id(model), model.version)
+        for screen in self.screen_stack:
+            refresh = getattr(screen, "refresh_from_model", None)
+            if refresh is None or self._drawn.get(screen) == key:
+                continue
+            self._drawn[screen] = key
+            try:
+                refresh()
+            except Exception as exc:
+                self.notify(f"{type(screen).__name__}: {exc}", severity="error")
+        self.sub_title = self._status_line()
+
+    def _status_line(self) -> str:
+        model = self.controller.model
+        daemon = model.daemon
+        parts = [{"none": "no daemon", "starting": "starting", "ready": "ready", "dead": "DEAD"}[daemon.phase]]
+        if daemon.phase == "starting" and daemon.srs_loading:
+            parts[0] = f"starting: loading SRS {daemon.srs_loading}"
+        clock = replay_clock(self.controller)
+        if clock is not None:
+            state = "playing" if clock.playing else "paused"
+            # The replay's whole span when it says (ReplayController.span), else what is loaded.
+            span = getattr(clock, "span", None) or (model.first_t, model.last_t)
+            start, end = span
+            cursor = clock.cursor_t
+            if cursor is not None and start is not None and end is not None:
+                state += f" {format_duration(cursor - start)} / {format_duration(end - start)}"
+            parts.append(f"replay {state} x{clock.speed:g}")
+        return " · ".join(parts)
+
+    # -- actions -------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("toggle_play", "speed"):
+            return replay_clock(self.controller) is not None
+        return True
+
+    async def action_show(self, mode: str) -> None:
+        await self.switch_mode(mode)
+        self.refresh_visible()
+
+    def action_toggle_play(self) -> None:
+        clock = replay_clock(self.controller)
+        if clock is None:
+            return
+        if clock.playing:
+            clock.pause()
+        else:
+            model = self.controller.model
+            at_end = clock.cursor_t is None or (model.last_t is not None and clock.cursor_t >= model.last_t)
+            if at_end and model.first_t is not None:
+                # The app opens on the whole session; playing starts over from its beginning.
+                clock.seek(model.first_t)
+            clock.play(clock.speed)
+        self.refresh_visible()
+
+    def action_speed(self, step: int) -> None:
+        clock = replay_clock(self.controller)
+        if clock is None:
+            return
+        faster = [s for s in REPLAY_SPEEDS if s > clock.speed]
+        slower = [s for s in REPLAY_SPEEDS if s < clock.speed]
+        if step > 0 and faster:
+            speed = faster[0]
+        elif step < 0 and slower:
+            speed = slower[-1]
+        else:
+            return
+        if clock.playing:
+            clock.play(speed)
+        else:
+            clock.speed = speed
+        self.refresh_visible()
+
+    def action_request_quit(self) -> None:
+        controller = self.controller
+        running = []
+        if not controller.read_only:
+            if controller.daemon_running():
+                pid = controller.model.daemon.pid
+                running.append(f"the daemon (pid {pid})" if pid else "the daemon")
+            if controller.bench_running():
+                running.append("a benchmark")
+        if not running:
+            self._leave(stop_daemon=False)
+            return
+
+        def chosen(choice: bool | None) -> None:
+            if choice is not None:
+                self._leave(stop_daemon=choice)
+
+        self.push_screen(QuitScreen(running, controller.model.daemon.listen), chosen)
+
+    @work(exclusive=True, group="controller")
+    async def _leave(self, stop_daemon: bool) -> None:
+        if self._poll_timer is not None:
+            self._poll_timer.stop()
+        try:
+            await self.controller.shutdown(stop_daemon=stop_daemon)
+        except Exception as exc:
+            self.exit(return_code=1, message=f"cuzk-tui: shutdown failed: {exc}")
+            return
+        self.exit()

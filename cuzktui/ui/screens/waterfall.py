@@ -1,0 +1,78 @@
+"""Waterfall screen: where does each partition spend its time, and is the GPU kept busy?
+
+The waterfall view fills the screen; Enter on a row opens its details below (a partition's
+timings and GPU_TIMING / CUZK_TIMING breakdown, or a GPU worker's busy share and idle gaps);
+Escape closes them.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
+
+from ...controller import Controller
+from ..widgets.panels import Panel
+from ..widgets.waterfall import PHASES, Phase, Row, WaterfallView, lane_detail, partition_detail
+
+
+def legend(ascii_only: bool) -> Content:
+    names: dict[Phase, str] = {"synth": "synthesis", "queue": "waiting for GPU", "gpu": "GPU prove", "failed": "failed"}
+    parts: list[str | tuple[str, str]] = []
+    for phase, label in names.items():
+        variable, char = PHASES[phase]
+        swatch = (char * 3, "bold") if ascii_only else ("   ", f"on ${variable}")
+        parts += [swatch, f" {label}  "]
+    return Content.assemble(*parts)
+
+
+class WaterfallScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close_detail", "Close details", show=False)]
+
+    def __init__(self, controller: Controller) -> None:
+        super().__init__()
+        self.controller = controller
+        self._open: Row | None = None
+
+    def compose(self) -> ComposeResult:
+        ascii_only = getattr(self.app, "ascii_only", False)
+        yield Header(icon="*" if ascii_only else None)
+        yield Static(legend(ascii_only), id="waterfall-legend")
+        yield WaterfallView(ascii_only=ascii_only, id="waterfall")
+        yield Panel(id="waterfall-detail")
+        yield Footer()
+
+    def refresh_from_model(self) -> None:
+        """Called by the app after a poll that moved the model, while this screen is visible."""
+        self.query_one(WaterfallView).show_model(self.controller.model)
+        self._show_detail()
+
+    @on(WaterfallView.Opened)
+    def _opened(self, message: WaterfallView.Opened) -> None:
+        self._open = message.row
+        self._show_detail()
+
+    def action_close_detail(self) -> None:
+        self._open = None
+        self._show_detail()
+
+    def _show_detail(self) -> None:
+        detail = self.query_one("#waterfall-detail", Panel)
+        row = self._open
+        view = self.query_one(WaterfallView)
+        window = view.window()
+        model = self.controller.model
+        span = model.timeline.time_span()
+        if row is None or window is None or span is None:
+            detail.set_class(False, "-open")
+            return
+        if row.partition is not None:
+            detail.show(partition_detail(row.partition, span[0]))
+        elif row.worker is not None:
+            detail.show(lane_detail(model, row.worker, window))
+        detail.set_class(True, "-open")

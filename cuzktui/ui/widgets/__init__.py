@@ -1,0 +1,1 @@
+"""Widgets of the cuzk-tui screens (charts, waterfall, panels, log view, forms)."""

@@ -1,0 +1,231 @@
+"""Text panels of the dashboard: daemon identity and state, pipeline now, next-knob hints, notices.
+
+Each panel is a pure function ``model -> Content`` (Textual content, whose ``$variables``
+follow the theme) and a :class:`Panel` widget that repaints only when its content really
+changed. Times come from the model (``model.last_t`` is "now"), never from the wall clock, so a replayed or faked
+model always shows the same thing.
+"""
+
+from __future__ import annotations
+
+from textual.content import Content
+from textual.widgets import Static
+
+from ... import events as ev
+from ...controller import Identity
+from ...model import SessionModel
+from ...units import format_size
+from .charts import format_duration as duration
+
+_MODE_BADGE = {
+    "engine": "EMULATOR",
+    "real": "REAL DAEMON",
+    "attached": "ATTACHED",
+    "replay": "REPLAY",
+}
+
+_CAUSE_TEXT = {
+    "oom_kill": "killed by the kernel OOM killer",
+    "signal": "killed by a signal",
+    "error": "exited with an error",
+    "clean": "exited cleanly",
+    "unknown": "exited for an unknown reason",
+}
+
+
+class Panel(Static):
+    """A text panel that repaints only when its content changes."""
+
+    DEFAULT_CSS = """
+    Panel {
+        height: auto;
+        padding: 0 1;
+    }
+    """
+
+    _shown: Content | None = None
+
+    def show(self, content: Content) -> None:
+        if self._shown is None or not content.is_same(self._shown):
+            self._shown = content
+            self.update(content)
+
+
+Part = str | tuple[str, str]
+
+
+def daemon_content(model: SessionModel, identity: Identity) -> Content:
+    """Who the daemon is and what state it is in; a dead daemon's diagnosis stands out."""
+    d = model.daemon
+    now = model.last_t
+    parts: list[Part] = [(f" {_MODE_BADGE[identity.mode]} ", "reverse bold"), (f" {identity.title}\n", "bold")]
+    if d.phase == "none":
+        parts.append(("no daemon launched yet", "dim"))
+        return Content.assemble(*parts)
+    state_style = {"starting": "bold $warning", "ready": "bold $success", "dead": "bold $error"}
+    facts = []
+    if d.pid is not None:
+        facts.append(f"pid {d.pid}")
+    if d.phase == "ready" and d.ready_t is not None and now is not None:
+        facts.append(f"up {duration(now - d.ready_t)}")
+    if d.runs > 1:
+        facts.append(f"run {d.runs}")
+    if d.startup_s is not None:
+        facts.append(f"started in {d.startup_s:.0f}s")
+    parts += [(d.phase.upper(), state_style[d.phase]), "  " + " · ".join(facts) + "\n"]
+    if d.phase == "dead" and d.exit is not None:
+        # The diagnosis first: on a short terminal it is what must stay visible.
+        parts += [(f" {_exit_headline(d.exit)} ", "bold reverse $error"), "\n"]
+        parts += [(f"  · {line}\n", "$error") for line in d.exit.evidence]
+        report = d.exit.error_report or d.fatal_error
+        if report:
+            parts.append((f"  {report.strip()}\n", "italic"))
+    where = [f"listen {d.listen}"] if d.listen else []
+    if d.config_path:
+        version = f" v{model.configs[-1].version}" if model.configs else ""
+        where.append(f"config {d.config_path}{version}")
+    if where:
+        parts.append(" · ".join(where) + "\n")
+    sizes = []
+    if d.budget_total_gib is not None:
+        sizes.append(f"budget {d.budget_total_gib} GiB")
+    if d.memory_limit_bytes is not None:
+        sizes.append(f"limit {format_size(d.memory_limit_bytes)}")
+    if d.synth_worker_count is not None:
+        sizes.append(f"synth workers {d.synth_worker_count}")
+    if d.gpu_worker_count is not None:
+        sizes.append(f"GPU workers {d.gpu_worker_count}")
+    if sizes:
+        parts.append(" · ".join(sizes) + "\n")
+    if d.phase == "starting":
+        if d.srs_loading:
+            since = f" ({duration(now - d.launched_t)} since launch)" if now and d.launched_t else ""
+            parts.append((f"loading SRS {d.srs_loading}…{since}\n", "$warning"))
+        else:
+            parts.append(("waiting for the gRPC port…\n", "$warning"))
+    elif d.srs_loaded:
+        parts.append((f"SRS loaded: {', '.join(d.srs_loaded)}\n", "dim"))
+    return Content.assemble(*parts).rstrip()
+
+
+def _exit_headline(exit: ev.DaemonExited) -> str:
+    how = f"exit {exit.returncode}" if exit.returncode is not None else ""
+    if exit.signal is not None:
+        how = f"{how}, signal {exit.signal}" if how else f"signal {exit.signal}"
+    return _CAUSE_TEXT.get(exit.cause, exit.cause) + (f" ({how})" if how else "")
+
+
+def pipeline_content(model: SessionModel) -> Content:
+    """Pipeline now (from the daemon's /status, else the timeline) and throughput."""
+    status = model.status
+    d = model.daemon
+    if status is not None:
+        synth, busy, workers = status.synthesizing, status.gpu_workers_busy, status.gpu_workers_total
+        waiting, completed, failed = status.partitions_waiting_gpu, status.total_completed, status.total_failed
+    else:
+        now = model.timeline.pipeline_now()
+        synth, busy, waiting = now.synthesizing, now.on_gpu, now.waiting_gpu
+        workers = d.gpu_worker_count or 0
+        completed, failed = model.timeline.completed, model.timeline.failed
+    synth_cap = f"/{d.synth_worker_count}" if d.synth_worker_count else ""
+    parts: list[Part] = [("Now    ", "bold")]
+    if d.phase in ("none", "dead"):
+        parts.append(("daemon not running", "dim"))
+    else:
+        parts += [
+            (f"synth {synth}{synth_cap}", "$phase-synth"),
+            " · ",
+            (f"waiting {waiting}", "$phase-queue"),
+            " · ",
+            (f"GPU {busy}/{workers} busy" if workers else f"GPU {busy} busy", "$phase-gpu"),
+        ]
+    parts += [
+        ("\nProofs ", "bold"),
+        f"{completed} done · ",
+        (f"{failed} failed", "bold $error" if failed else ""),
+    ]
+    rate = proofs_per_hour(model)
+    if rate is not None:
+        parts.append(f" · {rate:.1f}/h")
+    bench = model.bench
+    if bench is not None:
+        parts += [
+            ("\nBench  ", "bold"),
+            f"{bench.kind} {bench.completed + bench.failed}/{bench.count} at concurrency {bench.concurrency}",
+        ]
+        if bench.restarts:
+            parts.append((f" · {len(bench.restarts)} restart(s)", "$warning"))
+        if bench.finished is not None:
+            parts.append(f" · {bench.finished.outcome}")
+    return Content.assemble(*parts)
+
+
+def proofs_per_hour(model: SessionModel) -> float | None:
+    """The benchmark's throughput (its own figure once finished, else completed over elapsed);
+    without a benchmark, the current daemon run's rate from the timeline."""
+    bench = model.bench
+    if bench is None:
+        return model.timeline.proofs_per_hour()
+    if bench.finished is not None:
+        return bench.finished.proofs_per_hour
+    now = model.last_t
+    if now is None or now <= bench.started_t or not bench.completed:
+        return None
+    return bench.completed * 3600.0 / (now - bench.started_t)
+
+
+def knob_hints(model: SessionModel) -> list[str]:
+    """What the numbers suggest turning next (the dashboard's purpose: pick the next knob)."""
+    hints = []
+    limit = model.cgroup_limit.last()
+    budget = model.budget_total.last()
+    rss_peak = model.rss.peak()
+    if model.oom_kills:
+        hints.append(
+            "OOM-killed: cuzk ignores the cgroup limit; set memory.total_budget below it "
+            "or lower synthesis.max_parallel_synthesis"
+        )
+    elif limit and rss_peak and rss_peak > 0.9 * limit[1]:
+        hints.append(
+            f"RSS peaked at {rss_peak / limit[1]:.0%} of the cgroup limit: "
+            "lower max_parallel_synthesis or pipeline.max_gpu_queue_depth"
+        )
+    if limit and budget and budget[1] > limit[1]:
+        hints.append(
+            f"budget {format_size(budget[1])} exceeds the cgroup limit {format_size(limit[1])}: "
+            "set memory.total_budget explicitly"
+        )
+    status = model.status
+    if status is not None and status.gpu_workers_total:
+        cap = model.daemon.synth_worker_count
+        if status.partitions_waiting_gpu > 2 * status.gpu_workers_total:
+            hints.append(
+                "GPU is the bottleneck: more synthesis only parks partitions in RAM; "
+                "lower max_gpu_queue_depth to save memory"
+            )
+        elif status.gpu_workers_busy < status.gpu_workers_total and cap and status.synthesizing >= cap:
+            hints.append("GPU starved by synthesis: raise max_parallel_synthesis if memory allows")
+    return hints
+
+
+def hints_content(model: SessionModel) -> Content:
+    hints = knob_hints(model)
+    if not hints:
+        return Content.styled("Next knob: nothing stands out", "dim")
+    parts: list[Part] = []
+    for i, hint in enumerate(hints):
+        parts += ["\n" if i else "", ("Next knob: ", "bold $accent"), hint]
+    return Content.assemble(*parts)
+
+
+def notices_content(model: SessionModel, count: int) -> Content:
+    """The last ``count`` notices, newest first (a short panel keeps the newest)."""
+    notices = list(model.notices)[-count:][::-1]
+    if not notices:
+        return Content.styled("no notices", "dim")
+    first = model.first_t if model.first_t is not None else notices[-1].t
+    styles = {"info": "", "warning": "$warning", "error": "bold $error"}
+    parts: list[Part] = []
+    for i, notice in enumerate(notices):
+        parts += ["\n" if i else "", (f"{duration(notice.t - first):>8} ", "dim"), (notice.text, styles[notice.level])]
+    return Content.assemble(*parts)

@@ -1,0 +1,524 @@
+"""The waterfall: every partition's synthesis, GPU-queue wait and GPU prove on one time axis.
+
+A line-API :class:`~textual.scroll_view.ScrollView` (Toolong's pattern): ``render_line(y)``
+draws only the visible rows, and each row's :class:`Strip` is cached until the timeline, the
+view (zoom, pan, width, theme, mode) or the selection changes. Line 0 is a sticky time axis.
+
+Two views of the same :class:`~cuzktui.timeline.Timeline`:
+
+* partitions: per daemon run (a restart is a separator row), per job, one row per partition;
+* lanes: one row per GPU worker, showing which partition it proves and where it idles.
+
+The time axis follows "now" until the user pans; zoom is seconds per column, and until the
+user zooms the whole session is fitted to the width.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from rich.segment import Segment as RichSegment
+from rich.style import Style
+from textual.binding import Binding, BindingType
+from textual.content import Content
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from ...model import SessionModel
+from ...timeline import Job, Partition, Segment, Timeline
+from ..theme import Palette
+from .charts import format_duration
+
+Phase = Literal["synth", "queue", "gpu", "failed", "busy"]
+Interval = tuple[float, float, Phase]
+
+# Phase -> (theme variable, plain character for --ascii / NO_COLOR).
+PHASES: dict[Phase, tuple[str, str]] = {
+    "synth": ("phase-synth", "="),
+    "queue": ("phase-queue", "-"),
+    "gpu": ("phase-gpu", "#"),
+    "failed": ("phase-failed", "X"),
+    "busy": ("phase-gpu", "#"),
+}
+ZOOM_STEP = 1.5
+AXIS_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 43200, 86400)
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    kind: Literal["segment", "job", "partition", "lane"]
+    label: str
+    segment: Segment | None = None
+    job: Job | None = None
+    partition: Partition | None = None
+    worker: int | None = None
+
+
+def timeline_now(model: SessionModel) -> float | None:
+    """The right end of "live": the model's latest time when the run is anchored to wall time."""
+    timeline = model.timeline
+    span = timeline.time_span()
+    segments = timeline.segments
+    if segments and segments[-1].anchored and model.last_t is not None:
+        return max(model.last_t, span[1]) if span else model.last_t
+    return span[1] if span else None
+
+
+def session_origin(timeline: Timeline, default: float) -> float:
+    """Time 0 of the waterfall's axis labels: the first event of the session."""
+    span = timeline.time_span()
+    return span[0] if span is not None else default
+
+
+def open_end(timeline: Timeline, job: Job, now: float | None) -> float | None:
+    """Where an unfinished phase of this job stops: the job's end, its run's end, or now."""
+    if job.finished_at is not None:
+        return job.finished_at
+    segment = timeline.segments[job.segment]
+    return segment.last_time if segment.ended or now is None else now
+
+
+def phase_intervals(p: Partition, stop: float | None) -> list[Interval]:
+    """The partition's phases as (start, end, phase); an open phase runs to ``stop``."""
+    marks: list[tuple[float | None, Phase]] = [
+        (p.synth_start, "synth"),
+        (p.synth_end if p.synth_end is not None else p.gpu_queue, "queue"),
+        (p.gpu_pickup, "gpu"),
+    ]
+    intervals: list[Interval] = []
+    known = [(t, phase) for t, phase in marks if t is not None]
+    for i, (start, phase) in enumerate(known):
+        end = known[i + 1][0] if i + 1 < len(known) else p.gpu_end
+        if end is None:
+            end = stop
+        if end is None or start is None:
+            continue
+        intervals.append((start, max(start, end), phase))
+    if (p.failed or p.incomplete) and intervals:  # failed, or its daemon died mid-phase
+        start, end, _ = intervals[-1]
+        intervals[-1] = (start, end, "failed")
+    return intervals
+
+
+def lane_intervals(model: SessionModel, worker: int, start: float, end: float) -> list[tuple[float, float, str]]:
+    """One worker's holds of partitions within [start, end] as (start, end, short label)."""
+    timeline = model.timeline
+    now = timeline_now(model)
+    result = []
+    for entry in timeline.lanes(start, end).get(worker, []):
+        stop = entry.end
+        if stop is None:
+            job = timeline.job(entry.segment, entry.job_id)
+            stop = open_end(timeline, job, now) if job is not None else entry.start
+        if stop is not None:
+            result.append((entry.start, stop, f"{short_job(entry.job_id)}/p{entry.partition}"))
+    return result
+
+
+def short_job(job_id: str) -> str:
+    """The distinguishing tail of a job id (``porep-1000-17`` → ``17``), to fit inside a bar."""
+    return job_id.rsplit("-", 1)[-1]
+
+
+def dominant(intervals: Sequence[tuple[float, float, str]], a: float, b: float) -> int | None:
+    """Index of the interval covering most of [a, b), or None when none touches it."""
+    best, best_overlap = None, 0.0
+    for i, (s, e, _) in enumerate(intervals):
+        overlap = min(e, b) - max(s, a)
+        if overlap > best_overlap:
+            best, best_overlap = i, overlap
+        elif best is None and s == e and a <= s < b:
+            best = i  # an instant phase (e.g. a 0 ms pickup) still shows when nothing else does
+    return best
+
+
+class WaterfallView(ScrollView, can_focus=True):
+    """The waterfall rows (see the module docstring)."""
+
+    DEFAULT_CSS = """
+    WaterfallView {
+        height: 1fr;
+        overflow-x: hidden;
+    }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "select(-1)", "Prev", show=False),
+        Binding("down", "select(1)", "Next", show=False),
+        Binding("enter", "open", "Details"),
+        Binding("plus,equals_sign", "zoom(1)", "Zoom in", key_display="+"),
+        Binding("minus", "zoom(-1)", "Zoom out", key_display="-"),
+        Binding("0", "fit", "Fit"),
+        Binding("left", "pan(-1)", "Pan", key_display="←→"),
+        Binding("right", "pan(1)", "Pan", show=False),
+        Binding("home", "pan_home", "Start", show=False),
+        Binding("end", "follow", "Follow"),
+        Binding("l", "toggle_lanes", "Lanes"),
+        Binding("pageup", "page(-1)", show=False),
+        Binding("pagedown", "page(1)", show=False),
+    ]
+
+    class Opened(Message):
+        """Enter on a row: the screen shows its details."""
+
+        def __init__(self, row: Row) -> None:
+            super().__init__()
+            self.row = row
+
+    def __init__(self, *, ascii_only: bool = False, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.ascii_only = ascii_only
+        self.lanes = False
+        self.follow = True
+        self.seconds_per_column: float | None = None  # None: fit the whole session
+        self.view_end: float | None = None
+        self.selected: int | None = None
+        self._model: SessionModel | None = None
+        self._rows: list[Row] = []
+        self._rows_key: tuple[int, int, bool] | None = None
+        self._strips: dict[tuple[int, bool], Strip] = {}
+        self._strips_key: object = None
+
+    # -- data ----------------------------------------------------------------------------------
+
+    def show_model(self, model: SessionModel) -> None:
+        """Point at (a possibly new) model; rebuild rows only when the timeline moved."""
+        self._model = model
+        at_bottom = self.scroll_y >= self.max_scroll_y
+        key = (id(model), model.timeline.version, self.lanes)
+        if key != self._rows_key:
+            self._rows_key = key
+            self._rows = self._build_rows(model)
+            if self.selected is not None and self.selected >= len(self._rows):
+                self.selected = None
+            self.virtual_size = Size(self.size.width, len(self._rows) + 1)
+            if self.follow and at_bottom:
+                self.scroll_end(animate=False, immediate=True)
+        self.refresh()
+
+    def _build_rows(self, model: SessionModel) -> list[Row]:
+        timeline = model.timeline
+        if self.lanes:
+            workers = sorted(timeline.lanes())
+            return [Row("lane", f"worker {w}", worker=w) for w in workers]
+        rows: list[Row] = []
+        by_segment: dict[int, list[Job]] = {}
+        for job in timeline.jobs():
+            by_segment.setdefault(job.segment, []).append(job)
+        for segment in timeline.segments:
+            jobs = by_segment.get(segment.index, [])
+            if segment.index > 0:
+                rows.append(Row("segment", f"daemon run {segment.index + 1} (restart)", segment=segment))
+            for job in jobs:
+                rows.append(Row("job", job.job_id, segment=segment, job=job))
+                for index in sorted(job.partitions):
+                    p = job.partitions[index]
+                    worker = f" w{p.worker}" if p.worker is not None else ""
+                    rows.append(Row("partition", f"  p{index}{worker}", segment=segment, job=job, partition=p))
+        return rows
+
+    @property
+    def rows(self) -> list[Row]:
+        return self._rows
+
+    # -- view geometry ---------------------------------------------------------------------------
+
+    @property
+    def label_width(self) -> int:
+        return max(10, min(24, self.size.width // 4))
+
+    def window(self) -> tuple[float, float] | None:
+        """The time range shown, [start, end], following now unless the user panned."""
+        model = self._model
+        if model is None:
+            return None
+        span = model.timeline.time_span()
+        if span is None:
+            return None
+        now = timeline_now(model) or span[1]
+        columns = max(1, self.size.width - self.label_width)
+        spc = self.seconds_per_column
+        if spc is None:
+            spc = max((now - span[0]) / columns, 1e-3)
+        end = now if self.follow or self.view_end is None else self.view_end
+        return end - spc * columns, end
+
+    # -- actions ---------------------------------------------------------------------------------
+
+    def action_select(self, step: int) -> None:
+        selectable = [i for i, row in enumerate(self._rows) if row.kind in ("partition", "lane")]
+        if not selectable:
+            return
+        if self.selected is None:
+            target = selectable[0] if step > 0 else selectable[-1]
+        else:
+            after = [i for i in selectable if (i > self.selected if step > 0 else i < self.selected)]
+            target = (after[0] if step > 0 else after[-1]) if after else self.selected
+        self.selected = target
+        visible = max(1, self.size.height - 1)
+        if target < self.scroll_y:
+            self.scroll_to(y=target, animate=False, immediate=True)
+        elif target >= self.scroll_y + visible:
+            self.scroll_to(y=target - visible + 1, animate=False, immediate=True)
+        self.refresh()
+
+    def action_open(self) -> None:
+        if self.selected is not None and self.selected < len(self._rows):
+            self.post_message(self.Opened(self._rows[self.selected]))
+
+    def action_zoom(self, step: int) -> None:
+        window = self.window()
+        if window is None:
+            return
+        columns = max(1, self.size.width - self.label_width)
+        current = (window[1] - window[0]) / columns
+        self.seconds_per_column = max(0.01, current / ZOOM_STEP if step > 0 else current * ZOOM_STEP)
+        self.refresh()
+
+    def action_fit(self) -> None:
+        self.seconds_per_column = None
+        self.follow = True
+        self.refresh()
+
+    def action_pan(self, step: int) -> None:
+        window = self.window()
+        if window is None:
+            return
+        start, end = window
+        self.view_end = end + step * (end - start) / 4
+        now = timeline_now(self._model) if self._model is not None else None
+        self.follow = now is not None and self.view_end >= now
+        self.refresh()
+
+    def action_pan_home(self) -> None:
+        window = self.window()
+        if window is None or self._model is None:
+            return
+        span = self._model.timeline.time_span()
+        if span is not None:
+            self.view_end = span[0] + (window[1] - window[0])
+            self.follow = False
+            self.refresh()
+
+    def action_follow(self) -> None:
+        self.follow = True
+        self.refresh()
+
+    def action_toggle_lanes(self) -> None:
+        self.lanes = not self.lanes
+        self.selected = None
+        self.scroll_to(y=0, animate=False, immediate=True)
+        if self._model is not None:
+            self.show_model(self._model)
+
+    def action_page(self, step: int) -> None:
+        self.scroll_to(y=self.scroll_y + step * max(1, self.size.height - 2), animate=False)
+
+    # -- drawing ---------------------------------------------------------------------------------
+
+    def _palette(self) -> Palette:
+        return Palette.from_variables(self.app.theme_variables, self.app.no_color)
+
+    def render_line(self, y: int) -> Strip:
+        window = self.window()
+        width = self.size.width
+        if window is None or self._model is None:
+            return Strip.blank(width) if y else Strip([RichSegment("no TIMELINE events yet", Style(dim=True))])
+        palette = self._palette()
+        key = (self._rows_key, window, width, palette, self.ascii_only)
+        if key != self._strips_key:
+            self._strips_key = key
+            self._strips.clear()
+        row = -1 if y == 0 else int(self.scroll_y) + y - 1
+        if row >= len(self._rows):
+            return Strip.blank(width)
+        cache_key = (row, row == self.selected)
+        strip = self._strips.get(cache_key)
+        if strip is None:
+            if row < 0:
+                strip = self._axis(window, palette)
+            else:
+                strip = self._row(self._rows[row], window, palette, row == self.selected)
+            self._strips[cache_key] = strip
+        return strip
+
+    def _plain(self, palette: Palette) -> bool:
+        return self.ascii_only or palette.no_color
+
+    def _label(self, text: str, style: Style) -> list[RichSegment]:
+        width = self.label_width
+        label = text if len(text) < width else text[: width - 2] + ("~" if self.ascii_only else "…")
+        return [RichSegment(label.ljust(width - 1) + " ", style)]
+
+    def _axis(self, window: tuple[float, float], palette: Palette) -> Strip:
+        start, end = window
+        columns = self.size.width - self.label_width
+        spc = (end - start) / max(1, columns)
+        origin = session_origin(self._model.timeline, start) if self._model is not None else start
+        step = next((s for s in AXIS_STEPS if s >= spc * 12), AXIS_STEPS[-1])
+        cells = [" "] * columns
+        first = origin + step * int((start - origin) // step)
+        t = first
+        while t <= end:
+            column = int((t - start) / spc)
+            if 0 <= column < columns:
+                label = ("|" if self._plain(palette) else "╵") + format_duration(t - origin)
+                for i, ch in enumerate(label):
+                    if column + i < columns:
+                        cells[column + i] = ch
+            t += step
+        mode = "lanes" if self.lanes else "partitions"
+        follow = "live" if self.follow else "paused"
+        head = self._label(f"{mode} · {follow}", Style(bold=True))
+        return Strip([*head, RichSegment("".join(cells), Style(dim=True))], self.size.width)
+
+    def _row(self, row: Row, window: tuple[float, float], palette: Palette, selected: bool) -> Strip:
+        assert self._model is not None
+        timeline = self._model.timeline
+        label_style = Style(reverse=True) if selected else Style()
+        if row.kind == "segment":
+            style = palette.fg("restart", bold=True)
+            fill = "=" if self.ascii_only else "━"
+            text = f" {row.label} "
+            return Strip([RichSegment((fill * 2 + text).ljust(self.size.width, fill), style)], self.size.width)
+        if row.kind == "job":
+            assert row.job is not None
+            job = row.job
+            marks = {"running": ">", "completed": "ok", "failed": "X", "incomplete": "?"}
+            glyphs = {"running": "▶", "completed": "✓", "failed": "✗", "incomplete": "?"}
+            mark = (marks if self.ascii_only else glyphs)[job.status]
+            head = self._label(f"{mark} {row.label}", Style(bold=True))
+            stop = open_end(timeline, job, timeline_now(self._model))
+            start = job.first_start if job.first_start is not None else job.first_time
+            spans = [(start, stop, "job")] if start is not None and stop is not None else []
+            return Strip(head + self._cells(spans, window, palette, job_row=True), self.size.width)
+        if row.kind == "partition":
+            assert row.partition is not None and row.job is not None
+            stop = open_end(timeline, row.job, timeline_now(self._model))
+            intervals = phase_intervals(row.partition, stop)
+            return Strip(self._label(row.label, label_style) + self._cells(intervals, window, palette), self.size.width)
+        assert row.worker is not None
+        lanes = lane_intervals(self._model, row.worker, *window)
+        return Strip(
+            self._label(row.label, label_style) + self._cells(lanes, window, palette, lane=True), self.size.width
+        )
+
+    def _cells(
+        self,
+        intervals: Sequence[tuple[float, float, str]],
+        window: tuple[float, float],
+        palette: Palette,
+        *,
+        job_row: bool = False,
+        lane: bool = False,
+    ) -> list[RichSegment]:
+        """The bar area of one row: per column, the interval covering most of it."""
+        start, end = window
+        columns = max(0, self.size.width - self.label_width)
+        spc = (end - start) / max(1, columns)
+        plain = self._plain(palette)
+        chars: list[str] = []
+        styles: list[Style] = []
+        idle_char = "." if plain else "·"
+        idle_style = palette.fg("lane-idle") if lane else Style()
+        previous: int | None = None
+        label_left = ""
+        for column in range(columns):
+            a = start + column * spc
+            hit = dominant(intervals, a, a + spc)
+            if hit is None:
+                chars.append(idle_char if lane else " ")
+                styles.append(idle_style)
+                previous = None
+                label_left = ""
+                continue
+            name = intervals[hit][2]
+            if job_row:
+                chars.append("." if plain else "─")
+                styles.append(Style(dim=True))
+                continue
+            phase: Phase = "busy" if lane else name  # type: ignore[assignment]
+            variable, plain_char = PHASES[phase]
+            if lane and hit != previous:
+                label_left = intervals[hit][2]  # a new hold starts: write its partition in the bar
+            previous = hit
+            ch = label_left[0] if label_left else (plain_char if plain else " ")
+            label_left = label_left[1:]
+            chars.append(ch)
+            if plain:
+                styles.append(Style(bold=bool(label_left) or ch != plain_char))
+            else:
+                styles.append(palette.bg(variable) + Style(color="black" if not ch.isspace() else None))
+        segments: list[RichSegment] = []
+        run_start = 0
+        for i in range(1, columns + 1):
+            if i == columns or styles[i] != styles[run_start]:
+                segments.append(RichSegment("".join(chars[run_start:i]), styles[run_start]))
+                run_start = i
+        return segments
+
+    def on_resize(self) -> None:
+        self.virtual_size = Size(self.size.width, len(self._rows) + 1)
+
+
+def partition_detail(p: Partition, origin: float) -> Content:
+    """Timings of one partition: phase boundaries, durations, GPU_TIMING / FIN / CUZK_TIMING."""
+    job = p.job
+    parts: list[str | tuple[str, str]] = [
+        (f"{job.job_id}", "bold"),
+        f"  partition {p.index}",
+        f"  worker {p.worker}" if p.worker is not None else "",
+        ("  FAILED" if p.failed else "  incomplete (daemon run ended)" if p.incomplete else "", "bold $error"),
+        "\n",
+    ]
+
+    def at(t: float | None) -> str:
+        return format_duration(t - origin) if t is not None else "—"
+
+    def secs(value: float | None) -> str:
+        return f"{value:.1f}s" if value is not None else "—"
+
+    parts += [
+        ("synthesis ", "$phase-synth"),
+        f"{at(p.synth_start)} → {at(p.synth_end)}  {secs(p.synth_s)}",
+        f" (synth_ms {p.synth_ms})" if p.synth_ms is not None else "",
+        "\n",
+        ("GPU queue ", "$phase-queue"),
+        f"{at(p.gpu_queue)} → {at(p.gpu_pickup)}  {secs(p.queue_wait_s)}",
+        f"   pre-prove {secs(p.pre_prove_s)}" if p.pre_prove_s else "",
+        "\n",
+        ("GPU       ", "$phase-gpu"),
+        f"{at(p.gpu_start)} → {at(p.gpu_end)}  {secs(p.gpu_s)}",
+        f" (gpu_ms {p.gpu_ms}, incl. GPU-mutex wait)" if p.gpu_ms is not None else "",
+    ]
+    for title, values in (("GPU_TIMING", p.gpu_timing), ("FIN_TIMING", p.fin_timing), ("CUZK_TIMING", p.cuzk_timing)):
+        if values:
+            parts += ["\n", (f"{title:<11}", "bold"), " ".join(f"{k}={v}" for k, v in values.items())]
+    return Content.assemble(*parts)
+
+
+def lane_detail(model: SessionModel, worker: int, window: tuple[float, float]) -> Content:
+    """A worker's busy fraction and idle gaps over the shown window (is the GPU starved?)."""
+    timeline = model.timeline
+    start, end = window
+    busy = timeline.busy_fraction(start, end).get(worker, 0.0)
+    gaps = timeline.idle_gaps(worker, start, end, min_gap_s=max(1.0, (end - start) / 100))
+    idle = sum(b - a for a, b in gaps)
+    origin = session_origin(timeline, start)
+    parts: list[str | tuple[str, str]] = [
+        (f"GPU worker {worker}", "bold"),
+        f"  busy {busy:.0%} of the shown {format_duration(end - start)}",
+        f" · idle {format_duration(idle)} in {len(gaps)} gap(s)\n",
+    ]
+    longest = sorted(gaps, key=lambda g: g[0] - g[1])[:3]
+    if longest:
+        parts.append("longest idle: ")
+        parts.append(", ".join(f"{format_duration(a - origin)} for {format_duration(b - a)}" for a, b in longest))
+        parts.append("\n")
+    if busy < 0.8 and gaps:
+        parts.append(("GPU waits for synthesis: raise max_parallel_synthesis if memory allows", "$accent"))
+    return Content.assemble(*parts)

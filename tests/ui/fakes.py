@@ -1,0 +1,270 @@
+"""A deterministic session and fake controllers for the app's pilot and snapshot tests.
+
+:func:`scenario` builds one fixed event stream (no clock anywhere): a cuzk-engine launched under
+a 64 GiB cgroup limit with a 58 GiB budget, PoRep jobs of 4 partitions flowing through 4
+synthesis workers and 2 GPU workers, RSS climbing into an OOM kill, a restart, the resubmitted
+job completing in the second daemon run, GPU samples, GPU_TIMING / CUZK_TIMING lines and a few
+notices. The benchmark script reuses it (``sample_every=1``) as a live feed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from cuzktui import events as ev
+from cuzktui.controller import BenchRequest, Identity
+from cuzktui.model import SessionModel
+from cuzktui.units import GiB
+
+T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
+OOM_AT = 140.0  # seconds after T0
+RESTART_AT = 145.0
+END_AT = 300.0
+PARTITIONS = 4
+SYNTH_S = 40.0
+GPU_S = 9.0
+
+Timed = tuple[float, ev.Event]
+
+
+def _jobs(origin: float, start: float, job_ids: list[str], stop: float) -> list[Timed]:
+    """TIMELINE events of jobs started every 36 s from ``start``; ``origin`` is the engine start.
+
+    Times are seconds after T0.
+
+    Partitions of a job synthesize together (4 workers); the 2 GPU workers take them in order.
+    Events after ``stop`` are not emitted (the daemon died or the session ends there).
+    """
+    events: list[Timed] = []
+    gpu_free = [start, start]
+    t_job = start
+
+    def emit(t: float, name: str, job: str, partition: int, worker: int | None = None, **extra: str) -> None:
+        if t > stop:
+            return
+        detail = {"partition": str(partition), **extra}
+        if worker is not None:
+            detail = {"worker": str(worker), **detail}
+        offset = round((t - origin) * 1000)
+        events.append((T0 + t, ev.TimelineEvent(offset, name, job, detail, partition=partition, worker=worker)))
+
+    for job in job_ids:
+        for p in range(PARTITIONS):
+            synth_start = t_job + p * 0.5
+            synth_end = synth_start + SYNTH_S + 2 * p
+            emit(synth_start, "SYNTH_START", job, p)
+            emit(synth_end, "SYNTH_END", job, p, synth_ms=str(round((synth_end - synth_start) * 1000)))
+            emit(synth_end, "GPU_QUEUE", job, p)
+            worker = 0 if gpu_free[0] <= gpu_free[1] else 1
+            pickup = max(synth_end, gpu_free[worker])
+            emit(pickup, "GPU_PICKUP", job, p, worker)
+            emit(pickup, "GPU_START", job, p, worker)
+            end = pickup + GPU_S
+            emit(end, "GPU_END", job, p, worker, gpu_ms=str(round(GPU_S * 1000)))
+            gpu_free[worker] = end
+        last_end = max(gpu_free)
+        if last_end <= stop:
+            events.append(
+                (
+                    T0 + last_end,
+                    ev.ProofAssembled(T0 + last_end, job, 1920, round((last_end - t_job) * 1000), None, None),
+                )
+            )
+        t_job += SYNTH_S * 0.9
+    return events
+
+
+def scenario(sample_every: float = 5.0, end_at: float = END_AT) -> list[Timed]:
+    """The whole fixed session, sorted by time: (time, event) pairs."""
+    limit = 64 * GiB
+    out: list[Timed] = []
+
+    def at(t: float, event: ev.Event) -> None:
+        out.append((T0 + t, event))
+
+    def launch(t: float, pid: int) -> None:
+        at(
+            t,
+            ev.DaemonLaunched(
+                T0 + t,
+                "engine",
+                pid,
+                ("cuzk-engine", "-c", "/srv/cuzk/cuzk.toml"),
+                "/srv/cuzk/cuzk.toml",
+                "127.0.0.1:9820",
+                "/srv/cuzk/session/daemon.log",
+                memory_limit_bytes=limit,
+            ),
+        )
+        at(t + 0.5, ev.DaemonStarting(T0 + t + 0.5))
+        at(t + 1, ev.EngineStarted(T0 + t + 1, True))
+        at(t + 1, ev.BudgetInitialized(T0 + t + 1, 58))
+        at(t + 1, ev.PipelineConfigured(T0 + t + 1, 4, 4, 2))
+        at(t + 2, ev.SrsLoadStarted(T0 + t + 2, "porep-32g", "/data/zk/params/v28-porep.params", 44))
+        at(t + 12, ev.SrsLoaded(T0 + t + 12, "porep-32g", 10_000, 44, 14))
+        at(t + 13, ev.DaemonReadyObserved(T0 + t + 13, pid, 13.0))
+
+    launch(0.0, 4242)
+    at(14, ev.Notice(T0 + 14, "info", "benchmark porep x5 at concurrency 2 started"))
+    at(14, ev.BenchStarted(T0 + 14, "b1", "porep", 5, 2, 3))
+    first_run = _jobs(1.0, 15.0, ["porep-1000-1", "porep-1000-2", "porep-1000-3"], OOM_AT)
+    out += [(t, e) for t, e in first_run]
+    # One partition's GPU breakdown: while porep-1000-1 p0 is the only one on a GPU.
+    at(56.0, ev.CuzkTiming({"pre_lock_cpu_ms": 210, "mutex_wait_ms": 0}, gpu=0))
+    at(56.5, ev.CuzkTiming({"mutex_held_ms": 4120, "total_start_fn_ms": 4380}, gpu=0))
+    at(
+        61.0,
+        ev.GpuTiming(
+            T0 + 61, "spawn_blocking prove_start", 0, 0, None, {"spawn_to_enter_ms": 0, "prove_start_ms": 4402}
+        ),
+    )
+    at(OOM_AT - 20, ev.Notice(T0 + OOM_AT - 20, "warning", "RSS at 95% of the cgroup limit"))
+    at(
+        OOM_AT,
+        ev.DaemonExited(
+            T0 + OOM_AT,
+            4242,
+            -9,
+            9,
+            "oom_kill",
+            ("exit status 137 (SIGKILL)", "memory.oom_control: oom_kill 1"),
+            None,
+        ),
+    )
+    at(OOM_AT, ev.Notice(T0 + OOM_AT, "error", "daemon OOM-killed: restarting with the same config"))
+    at(OOM_AT + 1, ev.BenchRestart(T0 + OOM_AT + 1, "b1", 1, "oom_kill", ("exit status 137",), "58GiB", 2))
+    launch(RESTART_AT, 4343)
+    second_run = _jobs(RESTART_AT + 1, RESTART_AT + 15, ["porep-1000-3", "porep-1000-4", "porep-1000-5"], end_at)
+    out += second_run
+    for t, event in first_run + second_run:
+        if isinstance(event, ev.ProofAssembled):
+            out.append((t, ev.ProofFinished(t, "b1", event.job_id or "", "porep", "COMPLETED", total_ms=60_000)))
+
+    t = 0.0
+    while t <= end_at:
+        alive = t < OOM_AT or t >= RESTART_AT
+        since = t if t < OOM_AT else t - RESTART_AT
+        rss = (46 + min(since, OOM_AT) * 0.12) * GiB if alive else 0.5 * GiB
+        at(t, ev.MemorySample(T0 + t, int(rss), int(rss + 1.5 * GiB), limit, 58 * GiB, int(min(rss, 58 * GiB))))
+        busy = alive and since > 40
+        at(
+            t,
+            ev.GpuSample(
+                T0 + t, 0, "NVIDIA RTX 5070 Ti", int((9 if busy else 4.2) * GiB), 16 * GiB, 92.0 if busy else 0.0
+            ),
+        )
+        t += sample_every
+    out.sort(key=lambda item: item[0])
+    return out
+
+
+def build_model(events: list[Timed], until: float | None = None) -> SessionModel:
+    """A model fed with the scenario up to ``until`` seconds after T0 (everything by default)."""
+    model = SessionModel()
+    for t, event in events:
+        if until is not None and t > T0 + until:
+            break
+        model.apply(event)
+    return model
+
+
+class FakeController:
+    """A controller over a fixed model; tests flip its running flags and inject failures."""
+
+    def __init__(
+        self,
+        model: SessionModel | None = None,
+        *,
+        mode: str = "engine",
+        title: str = "cuzk-engine (embedded emulator)",
+        running: bool = True,
+        feed: list[Timed] | None = None,
+        feed_step: float = 1.0,
+    ) -> None:
+        self.model = model if model is not None else SessionModel()
+        self._identity = Identity(mode, title, Path("/srv/cuzk/session"))  # type: ignore[arg-type]
+        self.daemon_is_running = running
+        self.bench_is_running = False
+        self.start_error: Exception | None = None
+        self.poll_error: Exception | None = None
+        self.polls = 0
+        self.shutdowns: list[bool] = []
+        # A live feed: each poll applies the next ``feed_step`` seconds of ``feed``.
+        self._feed = list(feed or [])
+        self._feed_step = feed_step
+        self._feed_t = self._feed[0][0] if self._feed else 0.0
+
+    @property
+    def identity(self) -> Identity:
+        return self._identity
+
+    @property
+    def read_only(self) -> bool:
+        return False
+
+    async def start(self) -> None:
+        if self.start_error is not None:
+            raise self.start_error
+
+    async def poll(self) -> bool:
+        self.polls += 1
+        if self.poll_error is not None:
+            raise self.poll_error
+        changed = False
+        self._feed_t += self._feed_step
+        while self._feed and self._feed[0][0] <= self._feed_t:
+            changed = self.model.apply(self._feed.pop(0)[1]) or changed
+        return changed
+
+    def config_values(self) -> dict[str, Any]:
+        return {}
+
+    def config_path(self) -> Path | None:
+        return Path("/srv/cuzk/cuzk.toml")
+
+    async def apply_config(self, changes: Mapping[str, Any]) -> None:
+        pass
+
+    async def start_bench(self, request: BenchRequest) -> None:
+        self.bench_is_running = True
+
+    async def cancel_bench(self) -> None:
+        self.bench_is_running = False
+
+    async def stop_daemon(self) -> None:
+        self.daemon_is_running = False
+
+    def daemon_running(self) -> bool:
+        return self.daemon_is_running
+
+    def bench_running(self) -> bool:
+        return self.bench_is_running
+
+    async def shutdown(self, stop_daemon: bool) -> None:
+        self.shutdowns.append(stop_daemon)
+
+
+class FakeReplay(FakeController):
+    """A read-only controller with a replay clock that never moves on its own."""
+
+    def __init__(self, model: SessionModel) -> None:
+        super().__init__(model, mode="replay", title="replay of /srv/cuzk/session", running=False)
+        self.cursor_t: float | None = model.last_t
+        self.speed = 10.0
+        self.playing = False
+
+    @property
+    def read_only(self) -> bool:
+        return True
+
+    def seek(self, t: float) -> None:
+        self.cursor_t = t
+
+    def play(self, speed: float) -> None:
+        self.speed = speed
+        self.playing = True
+
+    def pause(self) -> None:
+        self.playing = False
