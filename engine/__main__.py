@@ -7,6 +7,7 @@ import asyncio
 import ipaddress
 import os
 import signal
+import socket
 import sys
 import tomllib
 from pathlib import Path
@@ -76,10 +77,23 @@ async def bind(server: Any, listen: str, log: Logger) -> None:
     log.info(tracing.DAEMON, "listening on TCP", ("addr", listen))
     # Like the daemon, "ready" is logged before the TCP port is bound.
     log.info(tracing.DAEMON, f"cuzk-daemon ready, serving on {listen}")
+    probe_tcp_bind(listen)
     try:
         server.add_insecure_port(listen)
     except RuntimeError as err:
         raise Fatal("gRPC server error", "transport error", str(err)) from None
+
+
+def probe_tcp_bind(listen: str) -> None:
+    """Fails like tonic when the port is taken (grpcio would only print a core log line)."""
+    host, _, port = listen.rpartition(":")
+    family = socket.AF_INET6 if host.startswith("[") else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host.strip("[]"), int(port)))
+        except OSError as err:
+            raise Fatal("gRPC server error", "transport error", f"{err.strerror} (os error {err.errno})") from None
 
 
 async def serve(config: Config, listen: str, log: Logger) -> None:
