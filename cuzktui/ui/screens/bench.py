@@ -1,22 +1,244 @@
-"""Bench screen (stub: the full screen lands shortly)."""
+"""Bench screen: run a benchmark, watch its proofs come back, read the cuzk-bench style summary.
+
+The table is the benchmark's story in order: each proof's timings as the daemon reported them
+and, where the daemon died, a row saying how (OOM kill and its evidence) and what the recovery
+changed — so the number at the bottom (proofs/hour) is read next to what it cost.
+"""
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
-from textual.screen import Screen
-from textual.widgets import Footer, Static
+from typing import ClassVar
 
-from ...controller import Controller
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Label, ProgressBar, Select, Static
+
+from ... import events as ev
+from ...controller import BenchRequest, Controller
+from ...model import BenchState
+
+KINDS = ("porep", "snap", "wpost", "winning")
+COLUMNS = ("#", "job id", "status", "queue s", "synth s", "GPU s", "total s", "wall s", "note")
+NOTE_WIDTH = 44
+_STATUS_STYLE = {"COMPLETED": "green", "FAILED": "bold red", "LOST": "bold red"}
+
+
+def seconds(ms: int) -> str:
+    return f"{ms / 1000:.1f}"
+
+
+def proof_row(index: int, result: ev.ProofFinished) -> tuple[str | Text, ...]:
+    return (
+        str(index),
+        result.job_id,
+        Text(result.status, style=_STATUS_STYLE.get(result.status, "")),
+        seconds(result.queue_wait_ms),
+        seconds(result.synthesis_ms),
+        seconds(result.gpu_compute_ms),
+        seconds(result.total_ms),
+        seconds(result.wall_ms),
+        result.error,
+    )
+
+
+def restart_row(restart: ev.BenchRestart) -> tuple[str | Text, ...]:
+    what = "daemon OOM-killed" if restart.reason == "oom_kill" else f"daemon died ({restart.reason})"
+    evidence = f" ({'; '.join(restart.evidence)})" if restart.evidence else ""
+    note = (
+        f"— {what}{evidence} → total_budget lowered to {restart.total_budget}, restarted, "
+        f"{restart.resubmitted} resubmitted"
+    )
+    return (
+        "⟲",
+        f"restart {restart.attempt}",
+        Text(restart.reason.upper().replace("_", " "), style="bold red"),
+        "",
+        "",
+        "",
+        "",
+        "",
+        note,
+    )
+
+
+def summary(bench: BenchState, now: float | None) -> Text:
+    """The cuzk-bench batch summary: totals, wall and prove times, throughput."""
+    done = [r for r in bench.results if r.status == "COMPLETED"]
+    finished = bench.finished
+    wall = finished.wall_s if finished is not None else max(0.0, (now or bench.started_t) - bench.started_t)
+    text = Text()
+    text.append(f"{bench.kind} × {bench.count}, concurrency {bench.concurrency}", style="bold")
+    state = finished.outcome if finished is not None else "running"
+    text.append(f" · {state}\n")
+    text.append(f"completed {bench.completed} · failed {bench.failed} · total time {wall:.1f}s")
+    if bench.restarts:
+        text.append(f" · {len(bench.restarts)} restart(s)", style="bold red")
+    if done:
+        walls = [r.wall_ms / 1000 for r in done]
+        proves = [r.gpu_compute_ms / 1000 for r in done]
+        text.append(f"\nwall time  avg={sum(walls) / len(walls):.1f}s min={min(walls):.1f}s max={max(walls):.1f}s")
+        text.append(f"\nprove time avg={sum(proves) / len(proves):.1f}s min={min(proves):.1f}s max={max(proves):.1f}s")
+    per_hour = finished.proofs_per_hour if finished is not None else (len(done) / wall * 3600 if wall > 0 else 0.0)
+    text.append("\nthroughput ")
+    text.append(f"{per_hour:.1f} proofs/hour", style="bold")
+    if done and wall > 0:
+        text.append(f" ({wall / len(done):.1f}s/proof)")
+    return text
 
 
 class BenchScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+s", "start", "Start", priority=True),
+        Binding("ctrl+x", "cancel", "Cancel bench", priority=True),
+    ]
+
+    DEFAULT_CSS = """
+    BenchScreen {
+        #bench-form { height: auto; padding: 0 1; }
+        #bench-form > Vertical { width: 14; height: auto; margin-right: 1; }
+        #bench-form > #bench-kind-col { width: 18; }
+        #bench-form > #bench-input-col { width: 1fr; margin-right: 0; }
+        #bench-form Label { color: $text-muted; }
+        #bench-progress { height: 1; margin: 1 1 0 1; }
+        #bench-summary { height: auto; padding: 0 1; margin-bottom: 1; }
+        #bench-results { height: 1fr; }
+    }
+    """
+
     def __init__(self, controller: Controller) -> None:
         super().__init__()
         self.controller = controller
+        self._bench_id: str | None = None
+        self._shown_results = 0
+        self._shown_restarts = 0
+        self._bench_version = -1
 
     def compose(self) -> ComposeResult:
-        yield Static("Bench")
+        disabled = self.controller.read_only
+        with Horizontal(id="bench-form"):
+            with Vertical(id="bench-kind-col"):
+                yield Label("kind")
+                yield Select(
+                    [(k, k) for k in KINDS], value="porep", allow_blank=False, id="bench-kind", disabled=disabled
+                )
+            for name, value in (("count", "10"), ("concurrency", "2"), ("OOM retries", "3")):
+                with Vertical():
+                    yield Label(name)
+                    yield Input(
+                        value,
+                        type="integer",
+                        id=f"bench-{name.split()[0].lower()}",
+                        disabled=disabled,
+                    )
+            with Vertical(id="bench-input-col"):
+                yield Label("input file (PoRep: C1 JSON; others: vanilla proofs)")
+                optional = self.controller.identity.mode == "engine"
+                yield Input(
+                    placeholder="optional with cuzk-engine" if optional else "required for the real daemon",
+                    id="bench-input",
+                    disabled=disabled,
+                )
+        yield ProgressBar(total=None, show_eta=False, id="bench-progress")
+        yield Static("No benchmark yet: set the inputs and press ctrl+s.", id="bench-summary")
+        table: DataTable[str | Text] = DataTable(id="bench-results", cursor_type="row", zebra_stripes=True)
+        table.add_columns(*COLUMNS[:-1])
+        # A fixed width lets a restart's long explanation wrap onto more lines of its row.
+        table.add_column(COLUMNS[-1], width=NOTE_WIDTH)
+        yield table
         yield Footer()
 
+    def on_mount(self) -> None:
+        self.refresh_from_model()
+
+    # ---- actions ------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Hidden from the footer in a replay, which runs nothing.
+        return not (action in ("start", "cancel") and self.controller.read_only)
+
+    def _number(self, widget_id: str, name: str, minimum: int) -> int | None:
+        text = self.query_one(f"#{widget_id}", Input).value.strip()
+        if not text.lstrip("-").isdigit() or int(text) < minimum:
+            self.notify(f"{name} must be a whole number ≥ {minimum}, got {text!r}", severity="error")
+            return None
+        return int(text)
+
+    def request(self) -> BenchRequest | None:
+        """The benchmark the form describes; None (after saying why) when it is not valid."""
+        count = self._number("bench-count", "count", 1)
+        concurrency = self._number("bench-concurrency", "concurrency", 1)
+        retries = self._number("bench-oom", "OOM retries", 0)
+        if count is None or concurrency is None or retries is None:
+            return None
+        kind = self.query_one("#bench-kind", Select).value
+        path = self.query_one("#bench-input", Input).value.strip() or None
+        if path is None and self.controller.identity.mode != "engine":
+            self.notify("the real daemon needs an input file to prove", severity="error")
+            return None
+        return BenchRequest(str(kind), count, concurrency, path, retries)
+
+    def action_start(self) -> None:
+        if self.controller.bench_running():
+            self.notify("a benchmark is already running (ctrl+x cancels it)", severity="warning")
+            return
+        request = self.request()
+        if request is not None:
+            self.run_worker(self._start(request), group="bench-control")
+
+    async def _start(self, request: BenchRequest) -> None:
+        try:
+            await self.controller.start_bench(request)
+        except Exception as exc:
+            self.notify(f"benchmark did not start: {exc}", title="Bench", severity="error", timeout=15)
+
+    def action_cancel(self) -> None:
+        if not self.controller.bench_running():
+            self.notify("no benchmark is running")
+            return
+        self.run_worker(self._cancel(), group="bench-control")
+
+    async def _cancel(self) -> None:
+        try:
+            await self.controller.cancel_bench()
+        except Exception as exc:
+            self.notify(f"cancel failed: {exc}", title="Bench", severity="error")
+
+    # ---- model → widgets ----------------------------------------------------------------
+
     def refresh_from_model(self) -> None:
-        """Called by the app after each poll while this screen is visible."""
+        model = self.controller.model
+        if model.bench_version == self._bench_version:
+            return
+        self._bench_version = model.bench_version
+        bench = model.bench
+        if bench is None:
+            return
+        table: DataTable[str | Text] = self.query_one("#bench-results", DataTable)
+        if bench.bench_id != self._bench_id:
+            table.clear()
+            self._bench_id = bench.bench_id
+            self._shown_results = self._shown_restarts = 0
+        self._append_rows(table, bench)
+        progress = self.query_one("#bench-progress", ProgressBar)
+        progress.update(total=bench.count, progress=bench.completed + bench.failed)
+        self.query_one("#bench-summary", Static).update(summary(bench, model.last_t))
+
+    def _append_rows(self, table: DataTable[str | Text], bench: BenchState) -> None:
+        """Only the rows that arrived since the last refresh, proofs and restarts in time order."""
+        results = list(bench.results)[self._shown_results :]
+        restarts = bench.restarts[self._shown_restarts :]
+        items: list[tuple[float, int, ev.ProofFinished | ev.BenchRestart]] = sorted(
+            [(r.t, 0, r) for r in results] + [(r.t, 1, r) for r in restarts], key=lambda item: (item[0], item[1])
+        )
+        for _, _, item in items:
+            if isinstance(item, ev.ProofFinished):
+                self._shown_results += 1
+                table.add_row(*proof_row(self._shown_results, item))
+            else:
+                self._shown_restarts += 1
+                table.add_row(*restart_row(item), height=None)
+        if items:
+            table.move_cursor(row=table.row_count - 1)

@@ -1,0 +1,91 @@
+"""Bench screen: Start/Cancel with the form's inputs, the results table with a restart row, summary."""
+
+from __future__ import annotations
+
+from screens_fakes import T0, FakeController, ScreenApp, bench_events
+from textual.widgets import DataTable, Input, ProgressBar, Select, Static
+
+from cuzktui import events as ev
+from cuzktui.controller import BenchRequest
+from cuzktui.ui.screens.bench import BenchScreen
+
+
+def make_app(fake: FakeController) -> ScreenApp:
+    return ScreenApp(lambda: BenchScreen(fake), "bench")
+
+
+def screen_of(app: ScreenApp) -> BenchScreen:
+    screen = app.screen
+    assert isinstance(screen, BenchScreen)
+    return screen
+
+
+def cells(table: DataTable[object], row: int) -> list[str]:
+    return [str(cell) for cell in table.get_row_at(row)]
+
+
+async def test_start_sends_the_form_and_cancel_cancels() -> None:
+    fake = FakeController()
+    app = make_app(fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        screen.query_one("#bench-kind", Select).value = "snap"
+        screen.query_one("#bench-count", Input).value = "6"
+        screen.query_one("#bench-concurrency", Input).value = "3"
+        screen.query_one("#bench-oom", Input).value = "1"
+        await pilot.press("ctrl+s")
+        await app.workers.wait_for_complete()
+        assert fake.benches == [BenchRequest("snap", 6, 3, None, 1)]
+        await pilot.press("ctrl+x")
+        await app.workers.wait_for_complete()
+        assert fake.cancelled == 1
+
+
+async def test_invalid_inputs_start_nothing() -> None:
+    fake = FakeController()
+    app = make_app(fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen_of(app).query_one("#bench-count", Input).value = "0"
+        await pilot.press("ctrl+s")
+        await app.workers.wait_for_complete()
+        assert fake.benches == []
+        assert any("count must be" in str(n.message) for n in app._notifications)
+
+
+async def test_results_table_grows_incrementally_with_the_restart_where_it_happened() -> None:
+    fake = FakeController()
+    events = bench_events()
+    fake.model.apply_all(events[:4])  # started, two submitted, the first proof back
+    app = make_app(fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        table = screen.query_one(DataTable)
+        assert table.row_count == 1
+        assert cells(table, 0)[:3] == ["1", "porep-1", "COMPLETED"]
+        assert cells(table, 0)[3:8] == ["31.2", "29.4", "37.0", "88.4", "94.0"]
+        fake.model.apply_all(events[4:])
+        screen.refresh_from_model()
+        await pilot.pause()
+        assert table.row_count == 4
+        assert cells(table, 1)[2] == "LOST"
+        restart = cells(table, 2)
+        assert restart[1] == "restart 1"
+        assert "OOM-killed" in restart[8] and "total_budget lowered to 150GiB" in restart[8]
+        assert "2 resubmitted" in restart[8]
+        assert cells(table, 3)[1] == "porep-3"
+        progress = screen.query_one(ProgressBar)
+        assert (progress.progress, progress.total) == (3, 4)
+        # Nothing new: the table is left alone.
+        screen.refresh_from_model()
+        assert table.row_count == 4
+        fake.model.apply(ev.BenchFinished(T0 + 230, "b1", 2, 1, 230.0, 31.3, "completed"))
+        screen.refresh_from_model()
+        text = str(screen.query_one("#bench-summary", Static).render())
+        assert "completed 2 · failed 1 · total time 230.0s" in text
+        assert "31.3 proofs/hour" in text
+
+
+def test_snapshot_bench(snap_compare: object) -> None:
+    fake = FakeController()
+    fake.model.apply_all(bench_events())
+    assert snap_compare(make_app(fake), terminal_size=(120, 40))  # type: ignore[operator]
