@@ -1,0 +1,213 @@
+"""Chrome Trace Event JSON of a session, for Perfetto (ui.perfetto.dev) or chrome://tracing.
+
+Layout of the trace:
+
+* process "GPU workers": one thread per GPU worker id with one complete (``X``) event ``gpu``
+  per partition (GPU_START -> GPU_END). A worker can hold two partitions at once (a finalizer
+  overlaps the next prove); such an overlapping event goes to an extra thread of that worker,
+  so that no thread has events that overlap without nesting (which the viewers mis-draw).
+* one process per job ("job <id>", with the daemon run when it is not the first), one thread
+  per partition, with the ``synthesis`` and ``gpu queue`` events of that partition.
+* counters (``C``): daemon RSS, cgroup usage and limit, budget used and total, and per GPU its
+  used and total memory, all in GiB; instant events for daemon launches/exits, benchmark
+  restarts and notices.
+
+Only finished phases become events (a phase cut by a daemon death has no end), so there is
+exactly one ``X`` event per finished phase per partition. Timestamps are microseconds on the
+timeline's axis (Unix time once anchored).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Final, NamedTuple
+
+from .events import (
+    BenchRestart,
+    DaemonExited,
+    DaemonLaunched,
+    GpuSample,
+    MemorySample,
+    Notice,
+    ObservedEvent,
+)
+from .timeline import Job, Partition, Timeline
+from .units import GiB
+
+__all__ = ["build_chrome_trace", "write_chrome_trace"]
+
+WORKERS_PID: Final = 1
+MEMORY_PID: Final = 2
+GPU_MEMORY_PID: Final = 3
+EVENTS_PID: Final = 4
+FIRST_JOB_PID: Final = 100
+# Extra threads of one worker (overlapping holds) are numbered worker + k * this.
+_OVERLAP_STRIDE: Final = 1000
+
+
+def _us(t: float) -> int:
+    return round(t * 1_000_000)
+
+
+def _meta(kind: str, pid: int, name: str, tid: int = 0) -> dict[str, Any]:
+    return {"ph": "M", "name": kind, "pid": pid, "tid": tid, "args": {"name": name}}
+
+
+def _complete(name: str, pid: int, tid: int, start: float, end: float, args: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "ph": "X",
+        "name": name,
+        "cat": name,
+        "pid": pid,
+        "tid": tid,
+        "ts": _us(start),
+        "dur": max(0, _us(end) - _us(start)),
+        "args": args,
+    }
+
+
+def _partition_args(job: Job, p: Partition, duration: float) -> dict[str, Any]:
+    args: dict[str, Any] = {"job": job.job_id, "partition": p.index, "duration_ms": round(duration * 1000, 3)}
+    if job.segment:
+        args["daemon_run"] = job.segment
+    return args
+
+
+def _job_events(timeline: Timeline) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = [_meta("process_name", WORKERS_PID, "GPU workers")]
+    holds: list[_Hold] = []
+    for n, job in enumerate(timeline.jobs()):
+        pid = FIRST_JOB_PID + n
+        title = f"job {job.job_id}" + (f" (daemon run {job.segment})" if job.segment else "") + f" — {job.status}"
+        events.append(_meta("process_name", pid, title))
+        events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}})
+        for p in sorted(job.partitions.values(), key=lambda q: q.index):
+            events.append(
+                _meta("thread_name", pid, "monolithic" if job.monolithic else f"partition {p.index}", p.index)
+            )
+            if p.synth_start is not None and p.synth_end is not None:
+                args = _partition_args(job, p, p.synth_end - p.synth_start)
+                args["synth_ms"] = p.synth_ms
+                events.append(_complete("synthesis", pid, p.index, p.synth_start, p.synth_end, args))
+            if p.gpu_queue is not None and p.gpu_pickup is not None:
+                args = _partition_args(job, p, p.gpu_pickup - p.gpu_queue)
+                args["worker"] = p.worker
+                events.append(_complete("gpu queue", pid, p.index, p.gpu_queue, p.gpu_pickup, args))
+            if p.gpu_start is not None and p.gpu_end is not None and p.worker is not None:
+                args = _partition_args(job, p, p.gpu_end - p.gpu_start)
+                args.update(worker=p.worker, gpu_ms=p.gpu_ms, pre_prove_ms=_ms(p.pre_prove_s))
+                args.update({f"GPU_TIMING {k}": v for k, v in p.gpu_timing.items()})
+                args.update({f"FIN_TIMING {k}": v for k, v in p.fin_timing.items()})
+                args.update({f"CUZK_TIMING {k}": v for k, v in p.cuzk_timing.items()})
+                holds.append(_Hold(p.worker, p.gpu_start, p.gpu_end, args))
+    return events + _gpu_events(holds)
+
+
+class _Hold(NamedTuple):
+    worker: int
+    start: float
+    end: float
+    args: dict[str, Any]
+
+
+def _gpu_events(holds: list[_Hold]) -> list[dict[str, Any]]:
+    """Each GPU hold on the first thread of its worker that is free at its start."""
+    placed: list[dict[str, Any]] = []
+    thread_ends: dict[int, list[float]] = {}  # worker -> end of the last event on each of its threads
+    named: set[int] = set()
+    for worker, start, end, args in sorted(holds, key=lambda h: (h.worker, h.start)):
+        ends = thread_ends.setdefault(worker, [])
+        slot = next((i for i, last in enumerate(ends) if last <= start), len(ends))
+        if slot == len(ends):
+            ends.append(end)
+        else:
+            ends[slot] = end
+        tid = worker + slot * _OVERLAP_STRIDE
+        if tid not in named:
+            named.add(tid)
+            label = f"GPU worker {worker}" + (f" (overlap {slot})" if slot else "")
+            placed.append(_meta("thread_name", WORKERS_PID, label, tid))
+        placed.append(_complete("gpu", WORKERS_PID, tid, start, end, args))
+    return placed
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000, 3)
+
+
+def _counter(pid: int, name: str, t: float, value: int) -> dict[str, Any]:
+    return {"ph": "C", "name": name, "pid": pid, "tid": 0, "ts": _us(t), "args": {"GiB": round(value / GiB, 4)}}
+
+
+def _instant(t: float, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    return {"ph": "i", "s": "g", "name": name, "pid": EVENTS_PID, "tid": 0, "ts": _us(t), "args": args}
+
+
+def _observed_events(observed: Iterable[ObservedEvent]) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    seen_pids: set[int] = set()
+    for ev in observed:
+        if isinstance(ev, MemorySample):
+            for name, value in (
+                ("daemon RSS", ev.rss_bytes),
+                ("cgroup usage", ev.cgroup_usage_bytes),
+                ("cgroup limit", ev.cgroup_limit_bytes),
+                ("budget used", ev.budget_used_bytes),
+                ("budget total", ev.budget_total_bytes),
+            ):
+                if value is not None:
+                    events.append(_counter(MEMORY_PID, name, ev.t, value))
+                    seen_pids.add(MEMORY_PID)
+        elif isinstance(ev, GpuSample):
+            for name, value in ((f"GPU {ev.index} used", ev.used_bytes), (f"GPU {ev.index} total", ev.total_bytes)):
+                if value is not None:
+                    events.append(_counter(GPU_MEMORY_PID, name, ev.t, value))
+                    seen_pids.add(GPU_MEMORY_PID)
+        elif isinstance(ev, DaemonLaunched):
+            events.append(_instant(ev.t, "daemon launched", {"pid": ev.pid, "mode": ev.mode, "listen": ev.listen}))
+        elif isinstance(ev, DaemonExited):
+            args = {"pid": ev.pid, "cause": ev.cause, "returncode": ev.returncode, "evidence": list(ev.evidence)}
+            events.append(_instant(ev.t, f"daemon exited ({ev.cause})", args))
+        elif isinstance(ev, BenchRestart):
+            restart = {"attempt": ev.attempt, "reason": ev.reason, "total_budget": ev.total_budget}
+            events.append(_instant(ev.t, "benchmark restarted the daemon", restart))
+        elif isinstance(ev, Notice):
+            events.append(_instant(ev.t, ev.text, {"level": ev.level}))
+        else:
+            continue
+        if events[-1]["ph"] == "i":
+            seen_pids.add(EVENTS_PID)
+    names = {MEMORY_PID: "Memory", GPU_MEMORY_PID: "GPU memory", EVENTS_PID: "Daemon and benchmark"}
+    return [_meta("process_name", pid, names[pid]) for pid in sorted(seen_pids)] + events
+
+
+def build_chrome_trace(timeline: Timeline, observed_events: Iterable[ObservedEvent] = ()) -> dict[str, Any]:
+    """The trace as a JSON-ready dict (``{"traceEvents": [...], ...}``)."""
+    events = _job_events(timeline) + _observed_events(observed_events)
+    return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"source": "cuzk-tui"}}
+
+
+def write_chrome_trace(
+    path: str | os.PathLike[str], timeline: Timeline, observed_events: Iterable[ObservedEvent]
+) -> int:
+    """Write the trace to ``path`` atomically (temp file + rename); the number of trace events.
+
+    OSError (unwritable directory, full disk) propagates; the target is then left untouched.
+    """
+    target = Path(path)
+    trace = build_chrome_trace(timeline, observed_events)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(trace, f, separators=(",", ":"))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return len(trace["traceEvents"])
