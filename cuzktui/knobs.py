@@ -571,13 +571,14 @@ def _type_problem(k: Knob, value: object) -> str | None:
     return None
 
 
-def _split_port(text: str) -> tuple[str, str] | None:
+def _split_port(text: str) -> tuple[str, bool] | None:
+    """(host without brackets, whether it was bracketed) of ``host:port``, or None without a valid port."""
     host, sep, port = text.rpartition(":")
     if not sep or not port.isascii() or not port.isdigit() or int(port) > 65535:
         return None
     if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    return host, port
+        return host[1:-1], True
+    return host, False
 
 
 def _is_ip(text: str) -> bool:
@@ -604,8 +605,8 @@ def _address_problems(k: Knob, text: str) -> list[Problem]:
             ]
         return []
     parts = _split_port(text)
-    # A bare IPv6 address needs brackets, as in the daemon's socket address grammar.
-    if parts is None or not _is_ip(parts[0]) or (":" in parts[0] and not text.startswith("[")):
+    # The daemon's socket-address grammar: IPv6 inside brackets, IPv4 without.
+    if parts is None or not _is_ip(parts[0]) or (":" in parts[0]) != parts[1]:
         return [
             Problem(
                 Severity.ERROR,

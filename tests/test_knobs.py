@@ -104,7 +104,16 @@ def test_help_says_what_really_happens() -> None:
 INVALID: dict[KnobType, list[Any]] = {
     KnobType.STRING: [5, True, 1.5, ["x"]],
     KnobType.PATH: [5, ""],
-    KnobType.ADDRESS: ["localhost:9820", "127.0.0.1", "unix://", "::1:9820", "127.0.0.1:99999", "", 9820],
+    KnobType.ADDRESS: [
+        "localhost:9820",
+        "127.0.0.1",
+        "unix://",
+        "::1:9820",
+        "[127.0.0.1]:9820",
+        "127.0.0.1:99999",
+        "",
+        9820,
+    ],
     KnobType.HOST_PORT: ["localhost", "unix:///run/x.sock", ":9821", "h:port", 9821],
     KnobType.SIZE: ["1.5GiB", "5gib", "1TiB", "-1GiB", "", 5],
     KnobType.BUDGET: ["Auto", "1.5GiB", "lots", 100],
