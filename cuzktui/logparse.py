@@ -209,17 +209,22 @@ def _split_fields(text: str, keys: frozenset[str] | None = None) -> tuple[str, d
     fields: dict[str, str] = {}
     key: str | None = None
     value = ""
+    in_quote = False  # the value so far opens a Debug string that has not closed yet
     for i in range(1, len(parts) - 1, 2):
         candidate, piece = parts[i], parts[i + 1]
-        inside_quote = value.startswith('"') and _quoted_end(value, 0) == -1
-        if (keys is None or candidate in keys) and candidate != key and candidate not in fields and not inside_quote:
+        if (keys is None or candidate in keys) and candidate != key and candidate not in fields and not in_quote:
             if key is not None:
                 fields[key] = _value(value)
             key, value = candidate, piece
-        elif key is None:
-            message = f"{message} {candidate}={piece}"
+            in_quote = piece.startswith('"') and _quoted_end(piece, 0) == -1
+            continue
+        glued = f" {candidate}={piece}"
+        if key is None:
+            message += glued
         else:
-            value = f"{value} {candidate}={piece}"
+            value += glued
+            # Only the glued text can close the quote (it starts with a space, not a backslash).
+            in_quote = in_quote and _quoted_end('"' + glued, 0) == -1
     if key is not None:
         fields[key] = _value(value)
     return message, fields

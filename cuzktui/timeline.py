@@ -8,8 +8,8 @@ batched PoRep) is one partition, index 0.
 Time axis: one axis in seconds for the whole session. A TIMELINE offset is anchored to wall
 time by the ``starting cuzk engine`` line of its daemon run (``wall = engine_ts + offset/1000``).
 Every daemon run is a :class:`Segment` (``cuzk-daemon starting`` or a second engine start opens
-one); a segment with no anchor keeps relative offsets placed after the previous segment and
-says ``anchored=False``. Jobs are keyed by (segment, job id): a benchmark that resubmits the
+one); a segment with no engine start keeps its offsets relative to the daemon start time
+when known, else placed after everything seen so far, and says ``anchored=False``. Jobs are keyed by (segment, job id): a benchmark that resubmits the
 same ids after a crash gets new jobs. When a segment ends, its still-running jobs become
 ``incomplete`` and their open phases stay open (``incomplete`` on the partition).
 
