@@ -79,8 +79,9 @@ class ConfigDocument:
         self.path = path
 
     @classmethod
-    def parse(cls, text: str, path: Path | str = "<config>") -> ConfigDocument:
-        """Parse TOML text; ConfigError (naming ``path``, line and column) when it is not valid TOML."""
+    def parse(cls, text: str, path: Path | str | None = None) -> ConfigDocument:
+        """Parse TOML text read from ``path``; ConfigError (naming it, line and column) when it is not valid TOML."""
+        where = path if path is not None else "<config>"
         # tomllib is strict TOML 1.0 like the daemon's parser and its errors carry a position;
         # tomlkit then gives the editable, format-preserving tree.
         try:
@@ -89,14 +90,14 @@ class ConfigDocument:
             message = str(exc)
             match = _TOMLLIB_POSITION.search(message)
             if match is None:
-                raise ConfigError(path, f"invalid TOML: {message}") from None
+                raise ConfigError(where, f"invalid TOML: {message}") from None
             line, column = int(match[1]), int(match[2])
-            raise ConfigError(path, f"invalid TOML: {message[: match.start()]}", line, column) from None
+            raise ConfigError(where, f"invalid TOML: {message[: match.start()]}", line, column) from None
         try:
             document = tomlkit.parse(text)
         except tomlkit.exceptions.TOMLKitError as exc:
-            raise ConfigError(path, f"invalid TOML: {exc}") from None
-        return cls(document, Path(path))
+            raise ConfigError(where, f"invalid TOML: {exc}") from None
+        return cls(document, None if path is None else Path(path))
 
     def text(self) -> str:
         return tomlkit.dumps(self.document)
