@@ -9,9 +9,10 @@ Time axis: one axis in seconds for the whole session. A TIMELINE offset is ancho
 time by the ``starting cuzk engine`` line of its daemon run (``wall = engine_ts + offset/1000``).
 Every daemon run is a :class:`Segment` (``cuzk-daemon starting`` or a second engine start opens
 one); a segment with no engine start keeps its offsets relative to the daemon start time
-when known, else placed after everything seen so far, and says ``anchored=False``. Jobs are keyed by (segment, job id): a benchmark that resubmits the
-same ids after a crash gets new jobs. When a segment ends, its still-running jobs become
-``incomplete`` and their open phases stay open (``incomplete`` on the partition).
+when known, else placed after everything seen so far, and says ``anchored=False``. Jobs are
+keyed by (segment, job id): a benchmark that resubmits the same ids after a crash gets new jobs.
+When a segment ends, its still-running jobs become ``incomplete`` and their open phases stay
+open (``incomplete`` on the partition).
 
 Lanes: per GPU worker id, the partitions it held, from pickup to GPU_END (the worker is busy
 from pickup; pickup -> start is normally 0). A worker may hold two partitions at once (the
