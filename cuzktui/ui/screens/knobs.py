@@ -215,6 +215,7 @@ class KnobsScreen(Screen[None]):
         self._applying = False
         self._runs_before = 0
         self._daemon_version = -1
+        self._pending_fill: dict[str, Any] = {}
 
     def compose(self) -> ComposeResult:
         yield Static(id="knobs-status")
@@ -236,6 +237,9 @@ class KnobsScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        if self._pending_fill:
+            self.fill(self._pending_fill)
+            self._pending_fill = {}
         self._show_changes()
 
     @property
@@ -260,7 +264,13 @@ class KnobsScreen(Screen[None]):
         return changed
 
     def fill(self, values: Mapping[str, Any]) -> None:
-        """Pre-fill fields (e.g. the planner's recommendations) without applying them."""
+        """Pre-fill fields (e.g. the planner's recommendations) without applying them.
+
+        Callable before the screen was ever shown: the values wait for the form to exist.
+        """
+        if not self.query(KnobField):
+            self._pending_fill.update(values)
+            return
         unknown = []
         for name, value in values.items():
             if name in KNOBS_BY_NAME:

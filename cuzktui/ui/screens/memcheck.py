@@ -1,22 +1,174 @@
-"""Memcheck screen (stub: the full screen lands shortly)."""
+"""Memcheck screen: what this machine can really give the daemon, and the knobs that follow.
+
+The daemon sizes itself from host RAM and ignores the container's cgroup limit; this screen puts
+the two side by side, highlights the traps (budget "auto" above the limit, a small memlock limit,
+an exposed listen address) and lists the planner's knob values with their reasoning. "Apply
+recommended" only pre-fills the Knobs form: applying stays a deliberate, confirmed step there.
+"""
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
+from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import DataTable, Footer, LoadingIndicator, Static
 
 from ...controller import Controller
+from ...planner import MemcheckReport, gather_report
+from ...units import format_size
+
+REASON_WIDTH = 60
+
+
+class ApplyRecommended(Message):
+    """Pre-fill the Knobs form with these values (``"section.key"`` → value); the app routes it."""
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        super().__init__()
+        self.values = values
+
+
+def recommended_values(report: MemcheckReport) -> dict[str, Any]:
+    return {f"{r.section}.{r.key}": r.value for r in report.recommendations}
+
+
+def facts(report: MemcheckReport) -> Text:
+    """The report's figures, one per line, the ones that decide an OOM kill first."""
+
+    def size(n: int | None, none: str) -> str:
+        return none if n is None else format_size(n)
+
+    cgroup = (
+        f"v{report.cgroup_version} {report.cgroup_path} · limit {size(report.cgroup_limit_bytes, 'none')}"
+        f" · usage {size(report.cgroup_usage_bytes, 'unknown')}"
+        if report.cgroup_version is not None
+        else "no memory cgroup"
+    )
+    quota = f" (cgroup quota {report.cpu_quota:g})" if report.cpu_quota is not None else ""
+    gpus = ", ".join(f"{g.index}: {g.name} {size(g.total_bytes, '')}".rstrip() for g in report.gpus)
+    auto_over = report.cgroup_limit_bytes is not None and report.auto_budget_bytes > report.cgroup_limit_bytes
+    rows: list[tuple[str, str, str]] = [
+        ("effective RAM", format_size(report.effective_ram_bytes), "bold"),
+        ("host MemTotal", format_size(report.host_mem_total_bytes), ""),
+        ("memory cgroup", cgroup, ""),
+        (
+            'budget "auto"',
+            f"{format_size(report.auto_budget_bytes)}  (MemTotal − 5 GiB; cgroup ignored)",
+            "bold red" if auto_over else "",
+        ),
+        ("budget recommended", format_size(report.recommended_budget_bytes), "bold green"),
+        ("memlock limit", size(report.memlock_bytes, "unlimited"), ""),
+        (
+            "max partitions",
+            f"PoRep {report.max_porep_partitions} · SnapDeals {report.max_snap_partitions} "
+            "(concurrent, under the recommended budget)",
+            "",
+        ),
+        ("bench concurrency", f"{report.suggested_bench_concurrency} PoRep proofs in flight", ""),
+        ("CPUs", f"{report.cpus}{quota}", ""),
+        ("GPUs", f"{report.gpu_state}" + (f": {gpus}" if gpus else ""), ""),
+    ]
+    text = Text()
+    for label, value, style in rows:
+        text.append(f"{label:<20}", style="dim")
+        text.append(value + "\n", style=style)
+    text.rstrip()
+    return text
 
 
 class MemcheckScreen(Screen[None]):
-    def __init__(self, controller: Controller) -> None:
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("a", "apply_recommended", "Apply recommended → Knobs"),
+        Binding("r", "rerun", "Re-check"),
+    ]
+
+    DEFAULT_CSS = """
+    MemcheckScreen {
+        #memcheck-body { height: 1fr; padding: 0 1; }
+        #memcheck-loading { height: 3; }
+        #memcheck-note { color: $text-muted; }
+        #memcheck-warnings {
+            display: none; border: round $warning; padding: 0 1; color: $text-warning; height: auto;
+        }
+        #memcheck-warnings.-shown { display: block; }
+        .memcheck--title { text-style: bold; margin-top: 1; }
+        #memcheck-recommendations { height: auto; }
+    }
+    """
+
+    def __init__(self, controller: Controller, report: MemcheckReport | None = None) -> None:
         super().__init__()
         self.controller = controller
+        self.report = report
 
     def compose(self) -> ComposeResult:
-        yield Static("Memcheck")
+        with VerticalScroll(id="memcheck-body"):
+            yield LoadingIndicator(id="memcheck-loading")
+            if self.controller.read_only:
+                yield Static("This is the machine the replay runs on, not the recorded one.", id="memcheck-note")
+            yield Static(id="memcheck-facts")
+            yield Static(id="memcheck-warnings")
+            yield Static("Recommended knobs (a: pre-fill the Knobs form)", classes="memcheck--title")
+            table: DataTable[str | Text] = DataTable(id="memcheck-recommendations", cursor_type="row")
+            table.add_columns("knob", "recommended", "running")
+            table.add_column("why", width=REASON_WIDTH)
+            yield table
         yield Footer()
 
+    def on_mount(self) -> None:
+        if self.report is not None:
+            self._show(self.report)
+        else:
+            self.action_rerun()
+
+    def action_rerun(self) -> None:
+        self.query_one("#memcheck-loading").display = True
+        listen = self.controller.config_values().get("daemon.listen")
+        addresses = [listen] if isinstance(listen, str) else []
+
+        def work() -> None:
+            # Blocking reads of /proc, the cgroup tree and NVML: never on the UI loop.
+            report = gather_report(listen_addresses=addresses)
+            self.app.call_from_thread(self._show, report)
+
+        self.run_worker(work, thread=True, exclusive=True, group="memcheck")
+
+    def _show(self, report: MemcheckReport) -> None:
+        self.report = report
+        self.query_one("#memcheck-loading").display = False
+        self.query_one("#memcheck-facts", Static).update(facts(report))
+        warnings = self.query_one("#memcheck-warnings", Static)
+        warnings.set_class(bool(report.warnings), "-shown")
+        warnings.update(Text("\n".join(f"! {w}" for w in report.warnings)))
+        running = self.controller.config_values()
+        table: DataTable[str | Text] = self.query_one("#memcheck-recommendations", DataTable)
+        table.clear()
+        for r in report.recommendations:
+            name = f"{r.section}.{r.key}"
+            current = running.get(name)
+            differs = current != r.value
+            table.add_row(
+                name,
+                Text(str(r.value), style="bold" if differs else ""),
+                Text(str(current), style="yellow" if differs else "dim"),
+                r.reasoning,
+                height=None,
+            )
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # A replay's Knobs form is read-only: nothing to pre-fill.
+        return not (action == "apply_recommended" and self.controller.read_only)
+
+    def action_apply_recommended(self) -> None:
+        if self.report is None:
+            self.notify("the report is still being computed")
+            return
+        self.post_message(ApplyRecommended(recommended_values(self.report)))
+
     def refresh_from_model(self) -> None:
-        """Called by the app after each poll while this screen is visible."""
+        """Nothing live: the report is a snapshot of the machine (r re-checks)."""

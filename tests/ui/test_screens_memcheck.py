@@ -1,0 +1,84 @@
+"""Memcheck screen: the report, its warnings, recommendations, and "apply recommended" into Knobs."""
+
+from __future__ import annotations
+
+import pytest
+from screens_fakes import FakeController, ScreenApp, memcheck_report
+from textual.widgets import DataTable, Input, Static
+
+from cuzktui.planner import MemcheckReport
+from cuzktui.ui.screens import memcheck
+from cuzktui.ui.screens.knobs import KnobsScreen
+from cuzktui.ui.screens.memcheck import ApplyRecommended, MemcheckScreen
+
+
+class RoutingApp(ScreenApp):
+    """Routes ApplyRecommended the way the real app should: fill the Knobs form, show it."""
+
+    def __init__(self, fake: FakeController) -> None:
+        super().__init__(lambda: MemcheckScreen(fake, memcheck_report()), "memcheck")
+        self.fake = fake
+
+    def on_mount(self) -> None:
+        # Textual also runs ScreenApp.on_mount (handlers run for every class of the MRO).
+        self.install_screen(KnobsScreen(self.fake), "knobs")
+
+    def on_apply_recommended(self, message: ApplyRecommended) -> None:
+        knobs = self.get_screen("knobs")
+        assert isinstance(knobs, KnobsScreen)
+        self.switch_screen("knobs")
+        knobs.fill(message.values)
+
+
+async def test_report_warnings_and_recommendations_are_shown() -> None:
+    fake = FakeController(config={"pipeline.max_parallel_synthesis": 12})
+    app = ScreenApp(lambda: MemcheckScreen(fake, memcheck_report()), "memcheck")
+    async with app.run_test(size=(120, 40)):
+        screen = app.screen
+        facts = str(screen.query_one("#memcheck-facts", Static).render())
+        assert "effective RAM       256 GiB" in facts
+        warnings = screen.query_one("#memcheck-warnings", Static)
+        assert warnings.has_class("-shown")
+        assert "cgroup limit 256 GiB is below host RAM" in str(warnings.render())
+        assert "memlock" in str(warnings.render())
+        table = screen.query_one(DataTable)
+        names = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+        assert names[:2] == ["memory.total_budget", "pipeline.max_parallel_synthesis"]
+
+
+async def test_apply_recommended_fills_the_knobs_form_without_applying() -> None:
+    fake = FakeController()
+    app = RoutingApp(fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        report = memcheck_report()
+        await pilot.press("a")
+        await pilot.pause()
+        knobs = app.screen
+        assert isinstance(knobs, KnobsScreen)
+        budget = next(r.value for r in report.recommendations if r.key == "total_budget")
+        assert knobs.field("memory.total_budget").query_one(Input).value == budget
+        assert "memory.total_budget" in knobs.changes()
+        assert fake.applied == []
+
+
+def test_snapshot_memcheck(snap_compare: object) -> None:
+    fake = FakeController(config={"pipeline.max_parallel_synthesis": 12})
+    app = ScreenApp(lambda: MemcheckScreen(fake, memcheck_report()), "memcheck")
+    assert snap_compare(app, terminal_size=(120, 40))  # type: ignore[operator]
+
+
+async def test_report_is_gathered_in_a_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[list[str]] = []
+
+    def gather(*, listen_addresses: list[str]) -> MemcheckReport:
+        asked.append(listen_addresses)
+        return memcheck_report()
+
+    monkeypatch.setattr(memcheck, "gather_report", gather)
+    fake = FakeController()
+    app = ScreenApp(lambda: MemcheckScreen(fake), "memcheck")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert asked == [["unix:///run/curio/cuzk.sock"]]
+        assert "effective RAM" in str(app.screen.query_one("#memcheck-facts", Static).render())
