@@ -12,7 +12,6 @@ when it seeks.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from functools import partial
 from typing import Any, ClassVar, cast
@@ -66,9 +65,11 @@ class ActionsProvider(Provider):
     def _actions(self) -> list[tuple[str, str, Callable[[], object]]]:
         seen: set[str] = set()
         actions: list[tuple[str, str, Callable[[], object]]] = []
-        for key, active in self.screen.active_bindings.items():
+        # Footer bindings first, so an action bound twice is listed under the key the footer shows.
+        bindings = sorted(self.screen.active_bindings.items(), key=lambda item: not item[1].binding.show)
+        for key, active in bindings:
             binding = active.binding
-            if not binding.description or binding.action in seen or not active.enabled:
+            if not binding.description or binding.system or binding.action in seen or not active.enabled:
                 continue
             seen.add(binding.action)
             run = partial(self.app.call_later, self.app.run_action, binding.action, active.node)
@@ -169,8 +170,7 @@ class CuzkApp(App[None]):
                 self.register_theme(theme)
         except ThemeFileError as exc:
             self.notify(str(exc), title="Theme", severity="error")
-        # NO_COLOR: a theme change cannot bring colour back (the app filters it), keep the default.
-        wanted = self._requested_theme or os.environ.get("CUZK_TUI_THEME") or DEFAULT_THEME
+        wanted = self._requested_theme or DEFAULT_THEME
         if self.get_theme(wanted) is None:
             self.notify(
                 f"unknown theme {wanted!r}; available: {', '.join(sorted(self.available_themes))}",

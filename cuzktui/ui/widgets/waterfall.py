@@ -373,7 +373,7 @@ class WaterfallView(ScrollView, can_focus=True):
             t += step
         mode = "lanes" if self.lanes else "partitions"
         follow = "live" if self.follow else "paused"
-        head = self._label(f"{mode} · {follow}", Style(bold=True))
+        head = self._label(f"{mode} ({follow})", Style(bold=True))
         return Strip([*head, RichSegment("".join(cells), Style(dim=True))], self.size.width)
 
     def _row(self, row: Row, window: tuple[float, float], palette: Palette, selected: bool) -> Strip:

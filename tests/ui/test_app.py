@@ -1,0 +1,318 @@
+"""Pilot tests of CuzkApp: start, screen keys, the quit dialog, errors, polling, palette, replay, themes."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from conftest import settle
+from fakes import FakeController, FakeReplay, Timed, build_model
+
+from cuzktui.model import SessionModel
+from cuzktui.ui.app import SCREENS, ActionsProvider, CuzkApp, QuitScreen
+from cuzktui.ui.screens.dashboard import DashboardScreen
+from cuzktui.ui.theme import Palette, ThemeFileError, bundled_themes, load_theme
+from cuzktui.ui.widgets.charts import Chart
+from cuzktui.ui.widgets.panels import Panel
+from cuzktui.ui.widgets.waterfall import WaterfallView
+
+
+def make_app(fake: FakeController, **options: object) -> CuzkApp:
+    return CuzkApp(fake, poll_interval=1000, **options)  # type: ignore[arg-type]
+
+
+async def test_starts_on_the_dashboard_with_identity_and_state(events: list[Timed]) -> None:
+    app = make_app(FakeController(build_model(events)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert isinstance(app.screen, DashboardScreen)
+        assert "cuzk-engine (embedded emulator)" in app.title
+        assert app.sub_title == "ready"
+        daemon = app.screen.query_one("#daemon", Panel)
+        assert daemon._shown is not None and "EMULATOR" in daemon._shown.plain
+        assert "READY" in daemon._shown.plain and "pid 4343" in daemon._shown.plain
+        assert app.screen.query_one("#memory", Chart).spec is not None
+
+
+async def test_number_keys_switch_through_every_screen(events: list[Timed]) -> None:
+    app = make_app(FakeController(build_model(events)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        for _mode, key, _label, screen_class in [*SCREENS[1:], SCREENS[0]]:
+            await pilot.press(key)
+            await pilot.pause()
+            assert isinstance(app.screen, screen_class), key  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("key", "stop"), [("s", True), ("l", False)])
+async def test_quit_while_the_daemon_runs_asks_then_shuts_down_as_chosen(key: str, stop: bool) -> None:
+    fake = FakeController(build_model([]), running=True)
+    app = make_app(fake)
+    async with app.run_test() as pilot:
+        await settle(pilot)
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, QuitScreen)
+        assert "cuzk-tui attach" in str(app.screen.query_one("#quit-question").render())
+        await pilot.press(key)
+        await app.workers.wait_for_complete()
+    assert fake.shutdowns == [stop]
+    assert app.return_code == 0
+
+
+async def test_cancelling_the_quit_dialog_keeps_everything_running() -> None:
+    fake = FakeController(build_model([]), running=False)
+    fake.bench_is_running = True
+    app = make_app(fake)
+    async with app.run_test() as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+        assert isinstance(app.screen, QuitScreen)
+        assert app.screen.running == ["a benchmark"]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, DashboardScreen)
+        assert fake.shutdowns == []
+
+
+async def test_quit_with_nothing_running_leaves_at_once() -> None:
+    fake = FakeController(build_model([]), running=False)
+    app = make_app(fake)
+    async with app.run_test() as pilot:
+        await settle(pilot)
+        await pilot.press("q")
+        await app.workers.wait_for_complete()
+    assert fake.shutdowns == [False]
+
+
+async def test_controller_errors_become_notifications_not_tracebacks() -> None:
+    fake = FakeController(build_model([]))
+    fake.start_error = RuntimeError("cuzk-daemon: no such file")
+    fake.poll_error = ConnectionError("status endpoint refused")
+    app = make_app(fake)
+    async with app.run_test() as pilot:
+        await settle(pilot)
+        messages = [n.message for n in app._notifications]
+        assert any("no such file" in m for m in messages)
+        assert any("status endpoint refused" in m for m in messages)
+        assert all(n.severity == "error" for n in app._notifications)
+        assert app.is_running
+
+
+async def test_screens_redraw_only_when_the_model_moved(events: list[Timed]) -> None:
+    model = build_model(events)
+    app = make_app(FakeController(model))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, DashboardScreen)
+        calls = 0
+        original = screen.refresh_from_model
+
+        def counting() -> None:
+            nonlocal calls
+            calls += 1
+            original()
+
+        screen.refresh_from_model = counting  # type: ignore[method-assign]
+        app.refresh_visible()
+        assert calls == 0
+        model.apply(events[-1][1])
+        app.refresh_visible()
+        app.refresh_visible()
+        assert calls == 1
+
+
+async def test_the_poll_never_overlaps_itself() -> None:
+    release = asyncio.Event()
+
+    class SlowPoll(FakeController):
+        async def poll(self) -> bool:
+            self.polls += 1
+            if self.polls == 2:
+                await release.wait()
+            return False
+
+    fake = SlowPoll(build_model([]))
+    app = CuzkApp(fake, poll_interval=0.01)
+    async with app.run_test() as pilot:
+        while fake.polls < 2:
+            await pilot.pause(0.02)
+        for _ in range(5):  # several intervals pass while poll 2 hangs: no poll 3 starts
+            await pilot.pause(0.02)
+        assert fake.polls == 2
+        release.set()
+        while fake.polls < 3:
+            await pilot.pause(0.02)
+
+
+async def test_the_palette_offers_every_bound_action(events: list[Timed]) -> None:
+    app = make_app(FakeController(build_model(events)))
+    async with app.run_test() as pilot:
+        await settle(pilot)
+        labels = [label for label, _help, _run in ActionsProvider(app.screen)._actions()]
+        for _mode, key, label, _cls in SCREENS:
+            assert f"{label} ({key})" in labels
+        assert "Quit (q)" in labels
+        assert not any(label.startswith("Play") for label in labels)  # live: no replay keys
+        run = next(run for label, _help, run in ActionsProvider(app.screen)._actions() if label == "Waterfall (2)")
+        run()
+        await pilot.pause()
+        assert app.current_mode == "waterfall"
+
+
+async def test_replay_shows_cursor_and_speed_and_plays_from_the_start(events: list[Timed]) -> None:
+    fake = FakeReplay(build_model(events))
+    app = make_app(fake)
+    async with app.run_test() as pilot:
+        await settle(pilot)
+        assert app.sub_title == "ready · replay paused 5m / 5m x10"
+        await pilot.press("space")
+        assert fake.playing
+        await pilot.press("greater_than_sign")
+        assert fake.speed == 20
+        await pilot.press("less_than_sign", "less_than_sign")
+        assert fake.speed == 5
+        assert "replay playing" in app.sub_title and app.sub_title.endswith("x5")
+        await pilot.press("q")
+        await app.workers.wait_for_complete()
+    assert fake.shutdowns == [False]  # read-only: nothing to stop, no question
+
+
+async def test_themes_ship_with_our_variables_and_ansi_themes_get_fallbacks() -> None:
+    themes = {theme.name: theme for theme in bundled_themes()}
+    assert {"cuzk-dark", "cuzk-light"} <= set(themes)
+    assert not themes["cuzk-light"].dark
+    for name in ("cuzk-light", "ansi-dark"):
+        app = make_app(FakeController(SessionModel()), theme=name)
+        async with app.run_test() as pilot:
+            await settle(pilot)
+            assert app.theme == name
+            palette = Palette.from_variables(app.theme_variables)
+            if name == "ansi-dark":
+                assert app.theme_variables["phase-gpu"] == "ansi_green"
+                assert palette.plotext("phase-gpu") == 2  # stays a 16-colour index
+            else:
+                assert palette.plotext("phase-gpu") == (26, 127, 55)
+
+
+async def test_an_unknown_theme_is_reported_and_the_default_used() -> None:
+    app = make_app(FakeController(SessionModel()), theme="solarized-nope")
+    async with app.run_test() as pilot:
+        await settle(pilot)
+        assert app.theme == "cuzk-dark"
+        assert any("solarized-nope" in n.message for n in app._notifications)
+
+
+def test_a_bad_theme_file_names_the_file_and_the_field(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "bad"\nprimary = "#123456"\n[variables]\nphase-gpu = "not-a-colour"\n')
+    with pytest.raises(ThemeFileError, match=r"bad\.toml: phase-gpu"):
+        load_theme(bad)
+
+
+async def test_no_color_leaves_charts_and_bars_uncoloured(monkeypatch: pytest.MonkeyPatch, events: list[Timed]) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app(FakeController(build_model(events)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert app.no_color
+        chart = app.screen.query_one("#memory", Chart)
+        text = chart.render()
+        assert not any(span.style and getattr(span.style, "color", None) for span in text.spans)  # type: ignore[union-attr]
+        assert "*" in text.plain  # the RSS line drawn with its marker instead of a colour
+
+
+async def test_ascii_mode_draws_without_glyphs(events: list[Timed]) -> None:
+    app = make_app(FakeController(build_model(events)), ascii_only=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        for selector in ("#memory", "#gpu-0"):
+            text = app.screen.query_one(selector, Chart).render()
+            assert text.plain.isascii(), selector  # type: ignore[union-attr]
+        await pilot.press("2")
+        await pilot.pause()
+        view = app.screen.query_one(WaterfallView)
+        lines = [view.render_line(y).text for y in range(view.size.height)]
+        assert all(line.isascii() for line in lines), lines
+        assert any("=" in line and "#" in line for line in lines)
+
+
+async def test_waterfall_groups_partitions_by_job_and_marks_the_restart(events: list[Timed]) -> None:
+    app = make_app(FakeController(build_model(events)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await pilot.pause()
+        rows = app.screen.query_one(WaterfallView).rows
+        kinds = [row.kind for row in rows]
+        assert kinds[:5] == ["job", "partition", "partition", "partition", "partition"]
+        separators = [row for row in rows if row.kind == "segment"]
+        assert [row.label for row in separators] == ["daemon run 2 (restart)"]
+        jobs = [(row.label, row.job.status) for row in rows if row.kind == "job" and row.job is not None]
+        assert ("porep-1000-3", "incomplete") in jobs and ("porep-1000-3", "completed") in jobs
+
+
+async def test_waterfall_enter_shows_a_partitions_timing_breakdown(events: list[Timed]) -> None:
+    app = make_app(FakeController(build_model(events)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("2", "down", "enter")
+        await pilot.pause()
+        detail = app.screen.query_one("#waterfall-detail", Panel)
+        assert detail.has_class("-open") and detail._shown is not None
+        text = detail._shown.plain
+        assert "porep-1000-1  partition 0  worker 0" in text
+        assert "mutex_held_ms=4120" in text and "prove_start_ms=4402" in text
+        await pilot.press("escape")
+        assert not detail.has_class("-open")
+
+
+async def test_waterfall_lane_view_shows_workers_and_their_idle_time(events: list[Timed]) -> None:
+    app = make_app(FakeController(build_model(events)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("2", "l", "down", "enter")
+        await pilot.pause()
+        view = app.screen.query_one(WaterfallView)
+        assert [row.label for row in view.rows] == ["worker 0", "worker 1"]
+        detail = app.screen.query_one("#waterfall-detail", Panel)
+        assert detail._shown is not None and "GPU worker 0  busy" in detail._shown.plain
+
+
+async def test_waterfall_zoom_and_pan_stop_following_until_end(events: list[Timed]) -> None:
+    app = make_app(FakeController(build_model(events)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        view = app.screen.query_one(WaterfallView)
+        fitted = view.window()
+        assert fitted is not None and view.follow and view.seconds_per_column is None
+        await pilot.press("plus")
+        zoomed = view.window()
+        assert zoomed is not None and zoomed[1] - zoomed[0] < fitted[1] - fitted[0]
+        await pilot.press("left")
+        assert not view.follow
+        panned = view.window()
+        assert panned is not None and panned[1] < zoomed[1]
+        await pilot.press("end")
+        assert view.follow and view.window() == zoomed
+        await pilot.press("0")
+        assert view.window() == fitted
+
+
+async def test_waterfall_strips_are_cached_until_the_timeline_moves(events: list[Timed]) -> None:
+    model = build_model(events[:-40])
+    app = make_app(FakeController(model))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        view = app.screen.query_one(WaterfallView)
+        first = view.render_line(3)
+        assert view.render_line(3) is first
+        for _t, event in events[-40:]:
+            model.apply(event)
+        app.refresh_visible()
+        assert view.render_line(3) is not first

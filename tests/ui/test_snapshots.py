@@ -1,0 +1,67 @@
+"""SVG snapshots of the dashboard and the waterfall on the fixed scenario (tests/ui/fakes.py).
+
+Everything drawn comes from the model: no clock, no timer fires (the poll interval is far away),
+so the pictures only change when the drawing does. Update with ``pytest --snapshot-update``
+and look at the report before committing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from conftest import settle
+from fakes import OOM_AT, FakeController, FakeReplay, Timed, build_model
+from textual.pilot import Pilot
+
+from cuzktui.ui.app import CuzkApp
+
+SnapCompare = Callable[..., bool]
+
+
+def app_for(events: list[Timed], until: float | None = None, **options: object) -> CuzkApp:
+    return CuzkApp(FakeController(build_model(events, until)), poll_interval=1000, **options)  # type: ignore[arg-type]
+
+
+def pressing(*keys: str) -> Callable[[Pilot[None]], object]:
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press(*keys)
+        await pilot.pause()
+
+    return run_before
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
+def test_dashboard(snap_compare: SnapCompare, events: list[Timed], size: tuple[int, int]) -> None:
+    assert snap_compare(app_for(events), terminal_size=size, run_before=pressing())
+
+
+def test_dashboard_after_an_oom_kill(snap_compare: SnapCompare, events: list[Timed]) -> None:
+    assert snap_compare(app_for(events, until=OOM_AT + 1), terminal_size=(120, 40), run_before=pressing())
+
+
+def test_dashboard_ascii_light(snap_compare: SnapCompare, events: list[Timed]) -> None:
+    app = app_for(events, ascii_only=True, theme="cuzk-light")
+    assert snap_compare(app, terminal_size=(100, 30), run_before=pressing())
+
+
+def test_waterfall(snap_compare: SnapCompare, events: list[Timed]) -> None:
+    assert snap_compare(app_for(events), terminal_size=(120, 40), run_before=pressing("2"))
+
+
+def test_waterfall_selected_partition_details(snap_compare: SnapCompare, events: list[Timed]) -> None:
+    assert snap_compare(app_for(events), terminal_size=(120, 40), run_before=pressing("2", "down", "enter"))
+
+
+def test_waterfall_lanes(snap_compare: SnapCompare, events: list[Timed]) -> None:
+    assert snap_compare(app_for(events), terminal_size=(120, 40), run_before=pressing("2", "l", "down", "enter"))
+
+
+def test_replay_header_and_ansi_theme(snap_compare: SnapCompare, events: list[Timed]) -> None:
+    app = CuzkApp(FakeReplay(build_model(events)), poll_interval=1000, theme="ansi-dark")
+    assert snap_compare(app, terminal_size=(120, 40), run_before=pressing("2"))
+
+
+def test_quit_dialog(snap_compare: SnapCompare, events: list[Timed]) -> None:
+    assert snap_compare(app_for(events), terminal_size=(100, 30), run_before=pressing("q"))
