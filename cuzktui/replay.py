@@ -1,0 +1,178 @@
+"""Replay of a recorded session directory or a raw daemon log, as a read-only controller.
+
+A replay opens on the loaded whole (the full waterfall, like a viewer opening a file). Playing
+starts again from the beginning and moves a time cursor forward at ``speed`` × real time,
+feeding the events up to the cursor through a fresh :class:`SessionModel` — exactly the path
+live events take, so every screen works unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from . import events as ev
+from .config import ConfigError, load_config
+from .controller import BenchRequest, Identity
+from .model import SessionModel
+from .session import iter_session_events
+
+
+class ReplayError(Exception):
+    """The replay source cannot be opened (missing, unreadable, neither a session nor a log)."""
+
+
+def event_time(event: ev.Event, previous: float) -> float:
+    """The time an event happened: ``t`` when observed, the printed timestamp of a log line, else the last one."""
+    t = getattr(event, "t", None)
+    if isinstance(t, int | float):
+        return float(t)
+    ts = getattr(event, "ts", None)
+    if isinstance(ts, int | float):
+        return float(ts)
+    return previous
+
+
+def load_events(source: Path) -> list[tuple[float, ev.Event]]:
+    """Every event of a session directory or raw log with its time, in replay order."""
+    if source.is_dir():
+        stream: Iterable[ev.Event] = iter_session_events(source)
+    elif source.is_file():
+        stream = iter_session_events(source.parent, log_path=source)
+    else:
+        raise ReplayError(f"{source}: no such session directory or log file")
+    keyed: list[tuple[float, ev.Event]] = []
+    last = 0.0
+    try:
+        for event in stream:
+            last = max(last, event_time(event, last))
+            keyed.append((last, event))
+    except OSError as error:
+        raise ReplayError(f"{source}: {error.strerror or error}") from error
+    return keyed
+
+
+class ReplayController:
+    """A read-only controller over recorded events with a time cursor (implements ReplayClock)."""
+
+    def __init__(self, source: Path, clock: Callable[[], float] = time.monotonic) -> None:
+        self.source = source
+        self.model = SessionModel()
+        self.cursor_t: float | None = None
+        self.speed = 10.0
+        self.playing = False
+        self._clock = clock
+        self._events: list[tuple[float, ev.Event]] = []
+        self._times: list[float] = []
+        self._fed = 0  # events of self._events already applied to self.model
+        self._wall_at_cursor: float | None = None
+
+    @property
+    def identity(self) -> Identity:
+        session_dir = self.source if self.source.is_dir() else None
+        return Identity("replay", f"replay of {self.source}", session_dir)
+
+    @property
+    def read_only(self) -> bool:
+        return True
+
+    async def start(self) -> None:
+        self._events = await asyncio.to_thread(load_events, self.source)
+        self._times = [t for t, _ in self._events]
+        self._rebuild(len(self._events))
+        self.cursor_t = self._times[-1] if self._times else None
+
+    def _rebuild(self, upto: int) -> None:
+        self.model = SessionModel()
+        self._fed = 0
+        self._feed(upto)
+
+    def _feed(self, upto: int) -> bool:
+        changed = False
+        for _, event in self._events[self._fed : upto]:
+            changed = self.model.apply(event) or changed
+        self._fed = max(self._fed, upto)
+        return changed
+
+    @property
+    def span(self) -> tuple[float, float] | None:
+        return (self._times[0], self._times[-1]) if self._times else None
+
+    def seek(self, t: float) -> None:
+        """Show the session as it was at time ``t``."""
+        upto = bisect.bisect_right(self._times, t)
+        if upto < self._fed:
+            self._rebuild(upto)
+        else:
+            self._feed(upto)
+        self.cursor_t = t
+        self._wall_at_cursor = self._clock()
+
+    def play(self, speed: float) -> None:
+        """Play from the start (or resume from the cursor when already inside a playback)."""
+        if speed <= 0:
+            raise ValueError("speed must be positive")
+        self.speed = speed
+        span = self.span
+        if span is None:
+            return
+        if self.cursor_t is None or self.cursor_t >= span[1]:
+            self.seek(span[0])
+        self.playing = True
+        self._wall_at_cursor = self._clock()
+
+    def pause(self) -> None:
+        self.playing = False
+
+    async def poll(self) -> bool:
+        span = self.span
+        if not self.playing or span is None or self.cursor_t is None or self._wall_at_cursor is None:
+            return False
+        now = self._clock()
+        target = min(span[1], self.cursor_t + (now - self._wall_at_cursor) * self.speed)
+        self.cursor_t = target
+        self._wall_at_cursor = now
+        changed = self._feed(bisect.bisect_right(self._times, target))
+        if target >= span[1]:
+            self.playing = False
+        return changed
+
+    def config_path(self) -> Path | None:
+        if not self.source.is_dir():
+            return None
+        versions = sorted((self.source / "config").glob("v*.toml"))
+        return versions[-1] if versions else None
+
+    def config_values(self) -> dict[str, Any]:
+        path = self.config_path()
+        if path is None:
+            return {}
+        try:
+            return dict(load_config(path).effective())
+        except ConfigError:
+            return {}
+
+    async def apply_config(self, changes: Mapping[str, Any]) -> None:
+        raise ReplayError("a replay is read-only")
+
+    async def start_bench(self, request: BenchRequest) -> None:
+        raise ReplayError("a replay is read-only")
+
+    async def cancel_bench(self) -> None:
+        return None
+
+    async def stop_daemon(self) -> None:
+        return None
+
+    def daemon_running(self) -> bool:
+        return False
+
+    def bench_running(self) -> bool:
+        return False
+
+    async def shutdown(self, stop_daemon: bool) -> None:
+        return None
