@@ -1,22 +1,248 @@
-"""Sessions screen (stub: the full screen lands shortly)."""
+"""Sessions screen: recorded sessions, replay one, compare two.
+
+Tuning is a sequence of experiments; the comparison answers "did that knob help, and what did it
+cost": throughput and proofs side by side, peak RSS against the memory limit, OOM kills, and the
+knobs that differ between the two sessions' last configs.
+"""
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
-from textual.screen import Screen
-from textual.widgets import Footer, Static
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar
 
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from ... import events as ev
+from ...config import ConfigDocument, ConfigError, diff, load_config
 from ...controller import Controller
+from ...session import CONFIG_DIR, SessionInfo, iter_session_events, list_sessions
+from ...units import format_size
+
+
+class OpenReplay(Message):
+    """Replay this session directory; the app switches to a replay controller."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSummary:
+    """The figures a comparison shows, folded from a session's recorded events."""
+
+    path: Path
+    label: str
+    completed: int
+    failed: int
+    proofs_per_hour: float | None
+    oom_kills: int
+    restarts: int
+    peak_rss_bytes: int | None
+    limit_bytes: int | None
+    config: ConfigDocument | None
+    config_name: str
+
+
+def summarize(info: SessionInfo) -> SessionSummary:
+    """Read one session (blocking: run it in a worker)."""
+    completed = failed = oom = restarts = 0
+    per_hour: float | None = None
+    peak: int | None = None
+    limit: int | None = None
+    # Only observed events carry these figures; skipping the daemon log keeps this fast.
+    for event in iter_session_events(info.path, log_path=os.devnull):
+        if isinstance(event, ev.ProofFinished):
+            if event.status == "COMPLETED":
+                completed += 1
+            else:
+                failed += 1
+        elif isinstance(event, ev.BenchFinished):
+            per_hour = event.proofs_per_hour
+        elif isinstance(event, ev.BenchRestart):
+            restarts += 1
+        elif isinstance(event, ev.DaemonExited) and event.cause == "oom_kill":
+            oom += 1
+        elif isinstance(event, ev.MemorySample):
+            if event.rss_bytes is not None:
+                peak = max(peak or 0, event.rss_bytes)
+            if event.cgroup_limit_bytes is not None:
+                limit = event.cgroup_limit_bytes if limit is None else min(limit, event.cgroup_limit_bytes)
+        elif isinstance(event, ev.DaemonLaunched) and event.memory_limit_bytes is not None:
+            limit = event.memory_limit_bytes if limit is None else min(limit, event.memory_limit_bytes)
+    versions = sorted((info.path / CONFIG_DIR).glob("v[0-9][0-9][0-9]*.toml"))
+    config: ConfigDocument | None = None
+    config_name = "no config recorded"
+    if versions:
+        config_name = versions[-1].name
+        try:
+            config = load_config(versions[-1])
+        except ConfigError as exc:
+            config_name = f"unreadable: {exc}"
+    return SessionSummary(
+        info.path, info.label, completed, failed, per_hour, oom, restarts, peak, limit, config, config_name
+    )
+
+
+def comparison(a: SessionSummary, b: SessionSummary) -> Table:
+    """Side by side: the figures, then the knobs whose values differ."""
+
+    def rss(s: SessionSummary) -> Text:
+        if s.peak_rss_bytes is None:
+            return Text("no samples", style="dim")
+        text = Text(format_size(s.peak_rss_bytes))
+        if s.limit_bytes:
+            share = s.peak_rss_bytes / s.limit_bytes
+            text.append(f" of {format_size(s.limit_bytes)} ({share:.0%})", style="bold red" if share > 0.9 else "")
+        return text
+
+    def rate(s: SessionSummary) -> str:
+        return "no finished bench" if s.proofs_per_hour is None else f"{s.proofs_per_hour:.1f} proofs/hour"
+
+    table = Table(expand=True, show_edge=False)
+    table.add_column("", style="dim", no_wrap=True)
+    table.add_column(a.label, ratio=1)
+    table.add_column(b.label, ratio=1)
+    table.add_row("throughput", rate(a), rate(b))
+    table.add_row("proofs completed / failed", f"{a.completed} / {a.failed}", f"{b.completed} / {b.failed}")
+    table.add_row("OOM kills / bench restarts", f"{a.oom_kills} / {a.restarts}", f"{b.oom_kills} / {b.restarts}")
+    table.add_row("peak RSS vs limit", rss(a), rss(b))
+    table.add_row("config", a.config_name, b.config_name)
+    if a.config is not None and b.config is not None:
+        changes = diff(a.config, b.config)
+        for change in changes:
+            table.add_row(Text(change.name, style="bold"), show(change.old), show(change.new))
+        if not changes:
+            table.add_row("knobs", Text("identical", style="dim"), Text("identical", style="dim"))
+    return table
+
+
+def show(value: Any) -> str:
+    return "(unset)" if value is None else str(value)
 
 
 class SessionsScreen(Screen[None]):
-    def __init__(self, controller: Controller) -> None:
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("o", "open", "Open in replay (or enter)"),
+        Binding("space", "mark", "Mark to compare"),
+        Binding("c", "compare", "Compare marked"),
+        Binding("escape", "close_compare", "Close comparison", show=False),
+        Binding("r", "rescan", "Rescan"),
+    ]
+
+    DEFAULT_CSS = """
+    SessionsScreen {
+        #sessions-status { height: 1; padding: 0 1; background: $panel; }
+        #sessions-list { height: 1fr; }
+        #sessions-compare { height: 2fr; display: none; border-top: solid $panel; padding: 0 1; }
+        #sessions-compare.-shown { display: block; }
+    }
+    """
+
+    def __init__(self, controller: Controller, root: Path | None = None) -> None:
         super().__init__()
         self.controller = controller
+        self.root = root
+        self.sessions: list[SessionInfo] = []
+        self.marked: list[Path] = []
 
     def compose(self) -> ComposeResult:
-        yield Static("Sessions")
+        yield Static("Scanning sessions…", id="sessions-status")
+        table: DataTable[str | Text] = DataTable(id="sessions-list", cursor_type="row", zebra_stripes=True)
+        table.add_columns("", "label", "created (UTC)", "mode", "proofs", "size", "directory")
+        yield table
+        yield Static(id="sessions-compare")
         yield Footer()
 
+    def on_mount(self) -> None:
+        self.action_rescan()
+
     def refresh_from_model(self) -> None:
-        """Called by the app after each poll while this screen is visible."""
+        """Sessions change on disk, not in the model: r rescans."""
+
+    # ---- list ---------------------------------------------------------------------------
+
+    def action_rescan(self) -> None:
+        root = self.root
+
+        def work() -> None:
+            sessions = list_sessions(root)  # reads every session's events file: not on the UI loop
+            self.app.call_from_thread(self._show_sessions, sessions)
+
+        self.run_worker(work, thread=True, exclusive=True, group="sessions-scan")
+
+    def _show_sessions(self, sessions: list[SessionInfo]) -> None:
+        # Newest first: the session just recorded is the one usually compared.
+        self.sessions = sorted(sessions, key=lambda s: (s.created, s.path.name), reverse=True)
+        self.marked = [p for p in self.marked if any(s.path == p for s in self.sessions)]
+        self._fill_table()
+        where = str(self.root) if self.root is not None else "the sessions directory"
+        status = f"{len(self.sessions)} session(s) in {where}"
+        if not self.sessions:
+            status += " — sessions are recorded while the TUI runs a daemon"
+        self.query_one("#sessions-status", Static).update(Text(status))
+
+    def _fill_table(self) -> None:
+        table: DataTable[str | Text] = self.query_one("#sessions-list", DataTable)
+        row = table.cursor_row
+        table.clear()
+        for s in self.sessions:
+            mark = Text(f"{self.marked.index(s.path) + 1}", style="bold reverse") if s.path in self.marked else ""
+            created = datetime.fromtimestamp(s.created, UTC).strftime("%Y-%m-%d %H:%M")
+            table.add_row(
+                mark, s.label, created, s.mode, str(s.proofs_completed), format_size(s.size_bytes), s.path.name
+            )
+        if self.sessions:
+            table.move_cursor(row=min(row, len(self.sessions) - 1))
+
+    def _current(self) -> SessionInfo | None:
+        row = self.query_one("#sessions-list", DataTable).cursor_row
+        return self.sessions[row] if 0 <= row < len(self.sessions) else None
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_open()
+
+    # ---- actions ------------------------------------------------------------------------
+
+    def action_open(self) -> None:
+        current = self._current()
+        if current is not None:
+            self.post_message(OpenReplay(current.path))
+
+    def action_mark(self) -> None:
+        current = self._current()
+        if current is None:
+            return
+        if current.path in self.marked:
+            self.marked.remove(current.path)
+        else:
+            self.marked = [*self.marked[-1:], current.path]  # two at most: the older mark drops
+        self._fill_table()
+
+    def action_compare(self) -> None:
+        if len(self.marked) != 2:
+            self.notify("mark two sessions with space first", severity="warning")
+            return
+        infos = [next(s for s in self.sessions if s.path == p) for p in self.marked]
+        panel = self.query_one("#sessions-compare", Static)
+        panel.add_class("-shown")
+        panel.update(Text(f"Reading {infos[0].label} and {infos[1].label}…", style="dim"))
+
+        def work() -> None:
+            a, b = summarize(infos[0]), summarize(infos[1])
+            self.app.call_from_thread(panel.update, comparison(a, b))
+
+        self.run_worker(work, thread=True, exclusive=True, group="sessions-compare")
+
+    def action_close_compare(self) -> None:
+        self.query_one("#sessions-compare", Static).remove_class("-shown")

@@ -1,0 +1,109 @@
+"""Sessions screen: listing a sessions root, opening a replay, comparing two sessions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from screens_fakes import T0, FakeController, ScreenApp, bench_events
+from textual.widgets import DataTable, Static
+
+from cuzktui import events as ev
+from cuzktui.config import build_config
+from cuzktui.session import SessionWriter
+from cuzktui.ui.screens.sessions import OpenReplay, SessionsScreen
+from cuzktui.units import GiB
+
+
+def record(root: Path, name: str, created: float, budget: str, events: list[ev.Event]) -> Path:
+    writer = SessionWriter(root / name)  # not create(): its meta holds the host name and the time
+    writer.write_meta({"label": name, "created": created, "mode": "engine"})
+    writer.add_config_version(build_config({"memory.total_budget": budget}))
+    for event in events:
+        assert not isinstance(event, ev.LogEvent.__args__)  # type: ignore[attr-defined]
+        writer.append_event(event)  # type: ignore[arg-type]
+    writer.close()
+    return writer.path
+
+
+def sessions_root(tmp_path: Path) -> Path:
+    root = tmp_path / "sessions"
+    first = [
+        ev.MemorySample(T0 + 1, 200 * GiB, cgroup_limit_bytes=256 * GiB),
+        ev.MemorySample(T0 + 2, 250 * GiB, cgroup_limit_bytes=256 * GiB),
+        ev.DaemonExited(T0 + 3, 10, None, 9, "oom_kill", ("exit 137",)),
+        *bench_events(),
+        ev.BenchFinished(T0 + 230, "b1", 2, 1, 230.0, 31.3, "completed"),
+    ]
+    second = [
+        ev.MemorySample(T0 + 1, 180 * GiB, cgroup_limit_bytes=256 * GiB),
+        ev.BenchStarted(T0 + 5, "b2", "porep", 1, 1, 3),
+        ev.ProofFinished(T0 + 80, "b2", "porep-9", "porep", "COMPLETED", total_ms=70_000, wall_ms=75_000),
+        ev.BenchFinished(T0 + 81, "b2", 1, 0, 76.0, 47.4, "completed"),
+    ]
+    record(root, "tiers-200g", T0, "200GiB", [e for e in first if not isinstance(e, ev.ProofSubmitted)])
+    record(root, "tiers-150g", T0 + 3600, "150GiB", second)
+    return root
+
+
+def make_app(root: Path) -> ScreenApp:
+    return ScreenApp(lambda: SessionsScreen(FakeController(), root), "sessions")
+
+
+class ReplayApp(ScreenApp):
+    def __init__(self, root: Path) -> None:
+        super().__init__(lambda: SessionsScreen(FakeController(), root), "sessions")
+        self.opened: list[Path] = []
+
+    def on_open_replay(self, message: OpenReplay) -> None:
+        self.opened.append(message.path)
+
+
+async def test_lists_sessions_newest_first_and_opens_one(tmp_path: Path) -> None:
+    root = sessions_root(tmp_path)
+    app = ReplayApp(root)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        table = app.screen.query_one(DataTable)
+        labels = [str(table.get_row_at(i)[1]) for i in range(table.row_count)]
+        assert labels == ["tiers-150g", "tiers-200g"]
+        assert str(table.get_row_at(1)[4]) == "2"  # proofs completed
+        await pilot.press("down", "enter")
+        assert app.opened == [root / "tiers-200g"]
+
+
+async def test_compare_two_marked_sessions(tmp_path: Path) -> None:
+    app = make_app(sessions_root(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press("c")
+        assert any("mark two sessions" in str(n.message) for n in app._notifications)
+        await pilot.press("space", "down", "space", "c")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        panel = app.screen.query_one("#sessions-compare", Static)
+        assert panel.has_class("-shown")
+        text = "\n".join(line.text for line in panel.render_lines(panel.region.reset_offset))
+        assert "47.4 proofs/hour" in text and "31.3 proofs/hour" in text
+        assert "memory.total_budget" in text and "150GiB" in text and "200GiB" in text
+        assert "250 GiB of 256 GiB (98%)" in text
+        await pilot.press("escape")
+        assert not panel.has_class("-shown")
+
+
+def test_snapshot_sessions_compare(snap_compare: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sessions_root(tmp_path)
+    monkeypatch.chdir(tmp_path)  # the status line shows the root: keep it free of the tmp path
+    root = Path("sessions")
+
+    async def compare(pilot: object) -> None:
+        app = pilot.app  # type: ignore[attr-defined]
+        await app.workers.wait_for_complete()
+        await pilot.pause()  # type: ignore[attr-defined]
+        await pilot.press("space", "down", "space", "c")  # type: ignore[attr-defined]
+        await app.workers.wait_for_complete()
+        await pilot.pause()  # type: ignore[attr-defined]
+
+    assert snap_compare(make_app(root), terminal_size=(120, 40), run_before=compare)  # type: ignore[operator]
