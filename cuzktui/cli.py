@@ -38,6 +38,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="start the daemon and this benchmark at once, e.g. porep:3:2",
     )
     parser.add_argument("--session", metavar="DIR", help="record into this session directory")
+    parser.add_argument(
+        "--profile",
+        type=int,
+        metavar="GIB",
+        help="on the engine, emulate a box of this much RAM (128, 256, 512 …) inside a real memory cgroup",
+    )
+    parser.add_argument("--memory-limit", metavar="SIZE", help="run the daemon in a new memory cgroup of this size")
     parser.add_argument("--no-mouse", action="store_true", help="do not capture the mouse")
     parser.add_argument("--ascii", action="store_true", help="draw without braille or box glyphs")
     parser.add_argument("--theme", metavar="NAME", help="colour theme (see themes/; ansi-dark for 16 colours)")
@@ -54,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     memcheck = sub.add_parser("memcheck", help="report the memory this machine really gives the daemon")
     memcheck.add_argument("--json", action="store_true", help="print one JSON object")
+    memcheck.add_argument("--config", metavar="FILE", help="also check this daemon config's listen addresses")
     memprobe = sub.add_parser("memprobe", help="allocate 1 GiB chunks in a child to measure usable memory")
     memprobe.add_argument("--json", action="store_true", help="print one JSON object")
 

@@ -1,0 +1,91 @@
+"""``cuzk-tui`` (live), ``cuzk-tui attach`` and ``cuzk-tui replay``: build a controller, run the app."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..controller import BenchRequest, Controller
+from ..live import AttachTarget, LiveController, LiveOptions
+from ..replay import ReplayController
+from ..supervisor import choose_program
+from ..units import UnitError, parse_size
+
+KINDS = ("porep", "snap", "wpost", "winning")
+
+
+class UsageError(ValueError):
+    pass
+
+
+def parse_run_bench(text: str) -> BenchRequest:
+    """``KIND:COUNT:CONCURRENCY`` (e.g. ``porep:3:2``) as a benchmark request."""
+    parts = text.split(":")
+    if len(parts) != 3 or parts[0] not in KINDS or not all(p.isdigit() and int(p) > 0 for p in parts[1:]):
+        raise UsageError(
+            f"--run-bench {text!r}: expected KIND:COUNT:CONCURRENCY with KIND one of {', '.join(KINDS)} "
+            "and positive whole numbers, e.g. porep:3:2"
+        )
+    return BenchRequest(parts[0], int(parts[1]), int(parts[2]))
+
+
+def _memory_limit(args: argparse.Namespace) -> int | None:
+    if not getattr(args, "memory_limit", None):
+        return None
+    try:
+        return parse_size(args.memory_limit)
+    except UnitError as error:
+        raise UsageError(f"--memory-limit: {error}") from error
+
+
+def _run(controller: Controller, args: argparse.Namespace) -> int:
+    from ..ui.app import CuzkApp
+
+    app = CuzkApp(controller, ascii_only=bool(args.ascii), theme=args.theme)
+    app.run(mouse=not args.no_mouse)
+    return int(app.return_code or 0)
+
+
+def _usage_error(error: UsageError) -> int:
+    print(f"cuzk-tui: {error}", file=sys.stderr)
+    return 2
+
+
+def run_tui(args: argparse.Namespace) -> int:
+    try:
+        run_bench = parse_run_bench(args.run_bench) if args.run_bench else None
+        limit = _memory_limit(args)
+    except UsageError as error:
+        return _usage_error(error)
+    program = choose_program(engine=args.engine, daemon_path=args.daemon)
+    if args.profile is not None and program.mode != "engine":
+        return _usage_error(UsageError("--profile emulates a machine on the engine; use --memory-limit for a daemon"))
+    options = LiveOptions(
+        program=program,
+        config_file=Path(args.config) if args.config else None,
+        session_dir=Path(args.session) if args.session else None,
+        memory_limit=limit,
+        profile_gib=args.profile,
+        run_bench=run_bench,
+    )
+    return _run(LiveController(options), args)
+
+
+def run_attach(args: argparse.Namespace) -> int:
+    options = LiveOptions(
+        program=None,
+        session_dir=Path(args.session) if args.session else None,
+        attach=AttachTarget(args.address, args.status_url, args.log),
+    )
+    return _run(LiveController(options), args)
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    source = Path(args.source)
+    if not source.exists():
+        print(f"cuzk-tui replay: {source}: no such session directory or log file", file=sys.stderr)
+        return 1
+    controller = ReplayController(source)
+    controller.speed = args.speed
+    return _run(controller, args)

@@ -1,0 +1,401 @@
+"""The live controller: a daemon the TUI launched (or attached to), recorded as a session.
+
+Every source writes into the session directory and the model is fed only by following that
+directory (:class:`SessionFollower`), exactly as a replay is — so what the operator sees live is
+what a replay of the session will show, and a benchmark runner (a separate process that writes
+into the same session) appears in the TUI without any extra plumbing.
+
+Ownership of the daemon: the TUI's :class:`Supervisor` owns it, except during a benchmark. A
+benchmark runs in its own process (it must survive an SSH drop of the TUI) and needs to restart
+the daemon itself after an OOM kill, so starting a benchmark hands the daemon over: the TUI stops
+its daemon and the runner launches one with the same config in the same session. When the runner
+ends, the TUI launches its daemon again with the session's latest config version — which keeps a
+``total_budget`` the OOM recovery had to lower.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from . import events as ev
+from .bench import spawn_bench_process
+from .client import ClientError, StatusError, poll_status
+from .config import ConfigDocument, ConfigError, build_config, load_config, save_atomic
+from .controller import BenchRequest, Identity
+from .knobs import Severity
+from .model import SessionModel
+from .planner import gather_report
+from .samplers import GpuSampler, ProcessTreeSampler, run_periodic
+from .session import SessionFollower, SessionWriter
+from .supervisor import DaemonProgram, DaemonStartError, Supervisor, SupervisorError
+from .units import GiB
+
+DRAIN_TIMEOUT_S = 600.0
+
+
+class ControllerError(Exception):
+    """An operator request that cannot be carried out; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class AttachTarget:
+    address: str
+    status_url: str | None = None
+    log_path: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LiveOptions:
+    program: DaemonProgram | None  # None: attach to `attach`
+    config_file: Path | None = None
+    session_dir: Path | None = None
+    attach: AttachTarget | None = None
+    memory_limit: int | None = None  # run the daemon in a new memory cgroup of this size
+    profile_gib: int | None = None  # on the engine: emulate a box of this much RAM
+    run_bench: BenchRequest | None = None
+    sample_interval: float = 1.0
+
+
+def default_engine_config(session_dir: Path, profile_gib: int | None) -> str:
+    """A first config for the engine: loopback only (a unix socket in the session), status endpoint on."""
+    values: dict[str, Any] = {
+        "daemon.listen": f"unix://{session_dir / 'cuzk.sock'}",
+        "daemon.status_listen": f"127.0.0.1:{_free_port()}",
+    }
+    if profile_gib is not None:
+        values["engine.mem_total"] = f"{profile_gib}GiB"
+    return build_config(values)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def profile_memory_limit(profile_gib: int, memory_scale: float) -> int:
+    """Real bytes of the cgroup that makes the engine behave like a box of ``profile_gib`` GiB."""
+    return int(profile_gib * GiB * memory_scale)
+
+
+class LiveController:
+    """Drives a live daemon for the UI (implements :class:`cuzktui.controller.Controller`)."""
+
+    def __init__(self, options: LiveOptions) -> None:
+        self.options = options
+        self.model = SessionModel()
+        self.session: SessionWriter | None = None
+        self.supervisor: Supervisor | None = None
+        self._follower: SessionFollower | None = None
+        self._config_text: str | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._stop_sampling = asyncio.Event()
+        self._bench_proc: subprocess.Popen[bytes] | None = None
+        self._gpu: GpuSampler | None = None
+        self._memory: ProcessTreeSampler | None = None
+        self._budget: tuple[int | None, int | None] = (None, None)
+        self._launch_lock = asyncio.Lock()
+
+    # -- identity ------------------------------------------------------------------------
+
+    @property
+    def identity(self) -> Identity:
+        session_dir = self.session.path if self.session is not None else self.options.session_dir
+        program = self.options.program
+        if program is None:
+            target = self.options.attach.address if self.options.attach else "?"
+            return Identity("attached", f"attached to {target}", session_dir)
+        if program.mode == "engine":
+            profile = f", emulating a {self.options.profile_gib} GiB box" if self.options.profile_gib else ""
+            return Identity("engine", f"cuzk-engine (embedded emulator{profile})", session_dir)
+        return Identity("real", f"cuzk-daemon {program.argv[0]}", session_dir)
+
+    @property
+    def read_only(self) -> bool:
+        return False
+
+    # -- start ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        o = self.options
+        mode = o.program.mode if o.program is not None else "attached"
+        self.session = SessionWriter.create(label=mode, directory=o.session_dir, mode=mode)
+        log_path = o.attach.log_path if o.attach is not None else None
+        self._follower = SessionFollower(self.session.path, log_path)
+        self._tasks.append(asyncio.create_task(self._record_memcheck()))
+        if o.program is None:
+            assert o.attach is not None
+            self.supervisor = Supervisor(self.session, None, on_progress=self._progress)
+            self._tasks.append(asyncio.create_task(self._attach(o.attach)))
+        else:
+            self._config_text = self._initial_config()
+            limit = o.memory_limit
+            if limit is None and o.profile_gib is not None and o.program.mode == "engine":
+                limit = profile_memory_limit(o.profile_gib, self._memory_scale())
+            self.supervisor = Supervisor(self.session, o.program, memory_limit=limit, on_progress=self._progress)
+            self._tasks.append(asyncio.create_task(self._launch(self._config_text, ())))
+        self._tasks.append(
+            asyncio.create_task(run_periodic(self._sample, self._record, o.sample_interval, self._stop_sampling))
+        )
+        self._tasks.append(asyncio.create_task(self._poll_status_loop()))
+
+    def _initial_config(self) -> str:
+        o = self.options
+        assert self.session is not None and o.program is not None
+        path = o.config_file
+        if path is not None and path.exists():
+            try:
+                doc = load_config(path)
+            except ConfigError as error:
+                raise ControllerError(str(error)) from error
+            for problem in doc.problems():
+                if problem.severity is Severity.ERROR:
+                    self._notice("error", f"{path}: {problem}")
+                elif problem.severity is Severity.WARNING:
+                    self._notice("warning", f"{path}: {problem}")
+            return doc.text()
+        if o.program.mode == "engine":
+            text = default_engine_config(self.session.path, o.profile_gib)
+        else:
+            text = build_config({})
+        if path is not None:
+            save_atomic(text, path)
+            self._notice("info", f"wrote a new config to {path}")
+        return text
+
+    def _memory_scale(self) -> float:
+        value = ConfigDocument.parse(self._config_text or "").get("engine", "memory_scale")
+        return float(value)
+
+    async def _launch(self, text: str, changes: tuple[str, ...]) -> None:
+        assert self.supervisor is not None
+        async with self._launch_lock:
+            try:
+                await self.supervisor.start(text, changes)
+            except (DaemonStartError, SupervisorError, OSError) as error:
+                self._notice("error", f"the daemon did not start: {error}")
+                return
+            self._memory = self._memory_sampler()
+        if self.options.run_bench is not None:
+            request, self.options = self.options.run_bench, replace(self.options, run_bench=None)
+            await self.start_bench(request)
+
+    async def _attach(self, target: AttachTarget) -> None:
+        assert self.supervisor is not None
+        try:
+            await self.supervisor.attach(target.address, status_url=target.status_url, log_path=target.log_path)
+        except (DaemonStartError, SupervisorError, ClientError) as error:
+            self._notice("error", f"could not attach to {target.address}: {error}")
+
+    def _memory_sampler(self) -> ProcessTreeSampler | None:
+        s = self.supervisor
+        if s is None or s.pid is None:
+            return None
+        cgroup_dir = s.cgroup.path if s.cgroup is not None else None
+        return ProcessTreeSampler(s.pid, cgroup_dir=cgroup_dir)
+
+    async def _record_memcheck(self) -> None:
+        report = await asyncio.to_thread(gather_report)
+        if self.session is not None:
+            self.session.write_meta({"memcheck": report.to_json()})
+        for warning in report.warnings:
+            self._notice("warning", warning)
+
+    # -- sampling (runs in a thread: psutil, cgroup files, NVML) -------------------------
+
+    def _sample(self) -> list[ev.ObservedEvent]:
+        if self._gpu is None:
+            self._gpu = GpuSampler()
+        samples: list[ev.ObservedEvent] = []
+        memory = self._memory
+        if memory is not None and self.daemon_running():
+            memory.set_budget(*self._budget)
+            samples.extend(memory.sample())
+        samples.extend(self._gpu.sample())
+        return samples
+
+    async def _poll_status_loop(self) -> None:
+        """The daemon's /status (budget, pipeline now) and, without NVML, its reported VRAM."""
+        while not self._stop_sampling.is_set():
+            s = self.supervisor
+            if s is not None and s.status_url and self.daemon_running():
+                with contextlib.suppress(StatusError, OSError, TimeoutError):
+                    snapshot = await poll_status(s.status_url)
+                    if snapshot is not None:
+                        self._budget = (snapshot.budget_total_bytes, snapshot.budget_used_bytes)
+                        self._record(snapshot)
+            if s is not None and self._gpu is not None and not self._gpu.available and self.daemon_running():
+                await self._record_daemon_gpus(s)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop_sampling.wait(), self.options.sample_interval)
+
+    async def _record_daemon_gpus(self, s: Supervisor) -> None:
+        try:
+            status = await s.client.get_status()
+        except (ClientError, SupervisorError):
+            return
+        t = time.time()
+        seen: set[int] = set()
+        for gpu in status.gpus:  # one entry per GPU worker: keep one per ordinal
+            if gpu.ordinal in seen:
+                continue
+            seen.add(gpu.ordinal)
+            used = gpu.vram_total_bytes - gpu.vram_free_bytes if gpu.vram_total_bytes else None
+            total = gpu.vram_total_bytes or None
+            self._record(ev.GpuSample(t, gpu.ordinal, gpu.name, used, total, None, "daemon"))
+
+    def _record(self, event: ev.ObservedEvent) -> None:
+        if self.session is not None:
+            self.session.append_event(event)
+
+    def _notice(self, level: Any, text: str) -> None:
+        self._record(ev.Notice(time.time(), level, text))
+
+    def _progress(self, text: str) -> None:
+        self._notice("info", text)
+
+    # -- the UI's view -------------------------------------------------------------------
+
+    async def poll(self) -> bool:
+        if self._follower is None:
+            return False
+        self._reap_bench()
+        events = await asyncio.to_thread(self._follower.poll)
+        return self.model.apply_all(events)
+
+    def config_path(self) -> Path | None:
+        if self.options.config_file is not None:
+            return self.options.config_file
+        s = self.supervisor
+        return s.config_path if s is not None else None
+
+    def config_values(self) -> dict[str, Any]:
+        if self._config_text is None:
+            return {}
+        return ConfigDocument.parse(self._config_text).effective()
+
+    def daemon_running(self) -> bool:
+        return self.supervisor is not None and self.supervisor.running
+
+    def bench_running(self) -> bool:
+        return self._bench_proc is not None and self._bench_proc.poll() is None
+
+    # -- actions -------------------------------------------------------------------------
+
+    async def apply_config(self, changes: Mapping[str, Any]) -> None:
+        """Save, drain, restart: the daemon reads its config only at start (reference §0 item 3)."""
+        if self.options.program is None:
+            raise ControllerError("an attached daemon cannot be reconfigured from here: restart it yourself")
+        if self.bench_running():
+            raise ControllerError("a benchmark is running: cancel it or wait, then apply")
+        doc = ConfigDocument.parse(self._config_text or "")
+        doc.update(dict(changes))
+        errors = [str(p) for p in doc.problems() if p.severity is Severity.ERROR]
+        if errors:
+            raise ControllerError("; ".join(errors))
+        text = doc.text()
+        if self.options.config_file is not None:
+            save_atomic(text, self.options.config_file)
+        self._config_text = text
+        s = self.supervisor
+        assert s is not None
+        if s.running:
+            self._notice("info", "draining: waiting for work in flight before the restart")
+            try:
+                await s.drain(DRAIN_TIMEOUT_S)
+            except (TimeoutError, SupervisorError, ClientError) as error:
+                self._notice("warning", f"drain incomplete ({error}); restarting anyway")
+            await s.stop()
+        described = tuple(f"{name} = {value!r}" for name, value in changes.items())
+        await self._launch(text, described)
+
+    async def start_bench(self, request: BenchRequest) -> None:
+        if self.options.program is None:
+            raise ControllerError("benchmarks run on a daemon this tool launches (not on an attached one)")
+        if self.bench_running():
+            raise ControllerError("a benchmark is already running")
+        s, session = self.supervisor, self.session
+        assert s is not None and session is not None
+        if s.running:
+            await s.stop()  # the runner takes the daemon over (see the module docstring)
+        config_path = session.path / "bench-config.toml"
+        save_atomic(self._config_text or "", config_path, mode=0o600)
+        program = self.options.program
+        args = [
+            "--config", str(config_path), "--kind", request.kind, "--count", str(request.count),
+            "--concurrency", str(request.concurrency), "--oom-retries", str(request.oom_retries),
+        ]  # fmt: skip
+        args += ["--engine"] if program.mode == "engine" else ["--daemon", program.argv[0]]
+        if request.input_path:
+            args += ["--input", request.input_path]
+        if s.memory_limit is not None:
+            args += ["--memory-limit", str(s.memory_limit)]
+        self._bench_proc = spawn_bench_process(session.path, args)
+        self._notice("info", f"benchmark started (runner pid {self._bench_proc.pid}); it owns the daemon until done")
+
+    def _reap_bench(self) -> None:
+        """When the runner has ended, give the TUI its daemon back with the latest config version."""
+        proc = self._bench_proc
+        if proc is None or proc.poll() is None:
+            return
+        self._bench_proc = None
+        session = self.session
+        if session is None:
+            return
+        versions = session.config_versions()
+        if versions:
+            self._config_text = versions[-1].read_text("utf-8")
+        self._notice("info", f"benchmark runner finished (exit {proc.returncode}); relaunching the daemon")
+        self._tasks.append(asyncio.create_task(self._launch(self._config_text or "", ())))
+
+    async def cancel_bench(self) -> None:
+        proc = self._bench_proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGTERM)
+
+    async def stop_daemon(self) -> None:
+        s = self.supervisor
+        if s is not None and s.running:
+            await s.stop()
+
+    async def shutdown(self, stop_daemon: bool) -> None:
+        if stop_daemon:
+            await self.cancel_bench()
+            if self._bench_proc is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    await asyncio.to_thread(self._bench_proc.wait, 30)
+        self._stop_sampling.set()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.supervisor is not None:
+            with contextlib.suppress(SupervisorError, ClientError, OSError):
+                await self.supervisor.close(stop=stop_daemon)
+        if self._gpu is not None:
+            self._gpu.close()
+        if self.session is not None:
+            self.session.close()
+
+    def reattach_hint(self) -> str:
+        """What to type later to watch a daemon left running."""
+        s = self.supervisor
+        if s is None or s.listen is None:
+            return ""
+        parts = ["cuzk-tui attach", s.listen]
+        if s.status_url:
+            parts += ["--status-url", s.status_url]
+        if s.log_path is not None:
+            parts += ["--log", str(s.log_path)]
+        return " ".join(parts)
