@@ -126,3 +126,7 @@ async def test_search_forward_backward_and_within_the_filter(tmp_path: Path) -> 
         view.set_levels(frozenset({Level.WARN}))
         assert await search("message 1") == 13  # 10, 11, 12 are not WARN lines
         assert await search("no such text") == 13  # not found: the match stays
+        view.set_levels(ALL_LEVELS)
+        assert await search("message 198") == 198
+        assert await search("message 19") == 19  # past the end: wraps to the top
+        assert await search("message 198", forward=False) == 198  # before the start: wraps to the end

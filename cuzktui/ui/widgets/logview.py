@@ -155,7 +155,7 @@ def find_line(
                     return line
                 pos = offsets[line + 1] if line + 1 < count else end
             return None
-        stop = offsets[max(from_line, 0)] if from_line >= 0 else 0
+        stop = offsets[from_line] if 0 <= from_line < count else (end if from_line >= count else 0)
         while stop > 0 and not worker.is_cancelled:
             # Search backwards window by window; the last match in a window is the nearest.
             lo = max(0, stop - SEARCH_WINDOW)
@@ -412,6 +412,10 @@ class LogView(ScrollView, can_focus=True):
 
         def work() -> None:
             line = find_line(path, offsets, end, needle, origin, forward, accept, levels)
+            if line is None:
+                # Wrap around, as less and vim do: from the other end of the file.
+                wrap_origin = -1 if forward else len(offsets)
+                line = find_line(path, offsets, end, needle, wrap_origin, forward, accept, levels)
             self.post_message(self.SearchDone(line, needle))
 
         self.run_worker(work, thread=True, group="logview-search", exclusive=True)
