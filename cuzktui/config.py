@@ -151,11 +151,23 @@ class ConfigDocument:
             return
         _insert_after_last_key(container, key, value)
 
-    def update(self, values: Mapping[str, TomlValue]) -> None:
-        """:meth:`set` for each ``"section.key"`` → value (a benchmark's ``--set`` overrides, a form's edits)."""
+    def remove(self, section: str, key: str) -> bool:
+        """Delete one key (the daemon then uses its default); False when it was not in the file."""
+        container = self.document.get(section)
+        if not isinstance(container, MutableMapping) or key not in container:
+            return False
+        del container[key]
+        return True
+
+    def update(self, values: Mapping[str, TomlValue | None]) -> None:
+        """:meth:`set` for each ``"section.key"`` → value, :meth:`remove` where the value is None
+        (a benchmark's ``--set`` overrides, a form's edits that clear a knob)."""
         for name, value in values.items():
             section, _, key = name.partition(".")
-            self.set(section, key, value)
+            if value is None:
+                self.remove(section, key)
+            else:
+                self.set(section, key, value)
 
     def effective(self) -> dict[str, Any]:
         """``"section.key"`` → the value the daemon (or engine) uses, for every knob."""

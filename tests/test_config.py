@@ -326,3 +326,16 @@ def test_any_set_touches_only_the_lines_of_the_keys_it_sets(assignments: list[tu
         body = line[2:].strip()
         # Changed or added lines are only the assigned keys, and headers/blank lines of new sections.
         assert body == "" or body.startswith("[") or body.split("=")[0].strip() in touched, line
+
+
+def test_update_with_none_removes_only_that_key() -> None:
+    text = (
+        '# top\n[memory]\ntotal_budget = "200GiB"  # explicit\npinned_budget = "8GiB"\n\n[pipeline]\nenabled = true\n'
+    )
+    doc = ConfigDocument.parse(text)
+    doc.update({"memory.pinned_budget": None, "pipeline.max_parallel_synthesis": 4})
+    out = doc.text()
+    assert "pinned_budget" not in out
+    assert 'total_budget = "200GiB"  # explicit' in out and "max_parallel_synthesis = 4" in out
+    assert doc.get("memory", "pinned_budget") is None
+    assert not doc.remove("memory", "pinned_budget")
