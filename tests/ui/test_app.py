@@ -220,9 +220,13 @@ async def test_no_color_leaves_charts_and_bars_uncoloured(monkeypatch: pytest.Mo
         await settle(pilot)
         assert app.no_color
         chart = app.screen.query_one("#memory", Chart)
-        text = chart.render()
-        assert not any(span.style and getattr(span.style, "color", None) for span in text.spans)  # type: ignore[union-attr]
+        text = chart.rendered()
+        assert not any(getattr(span.style, "color", None) for span in text.spans)
         assert "*" in text.plain  # the RSS line drawn with its marker instead of a colour
+        await pilot.press("2")
+        await pilot.pause()
+        view = app.screen.query_one(WaterfallView)
+        assert any("=" in view.render_line(y).text for y in range(view.size.height))
 
 
 async def test_ascii_mode_draws_without_glyphs(events: list[Timed]) -> None:
@@ -230,8 +234,8 @@ async def test_ascii_mode_draws_without_glyphs(events: list[Timed]) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         for selector in ("#memory", "#gpu-0"):
-            text = app.screen.query_one(selector, Chart).render()
-            assert text.plain.isascii(), selector  # type: ignore[union-attr]
+            text = app.screen.query_one(selector, Chart).rendered()
+            assert text.plain.isascii(), selector
         await pilot.press("2")
         await pilot.pause()
         view = app.screen.query_one(WaterfallView)

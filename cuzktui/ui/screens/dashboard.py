@@ -22,10 +22,24 @@ from ..widgets.panels import Panel, daemon_content, hints_content, notices_conte
 NOTICE_LINES = 4
 
 
+WINDOWS_S = (60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 86400)
+
+
+def chart_window(model: SessionModel) -> tuple[float, float]:
+    """The charts' time range: from the session's start over the next round length that holds it.
+
+    The range only grows in steps (1m, 2m, 5m …), so a new sample adds a column at the right
+    instead of shifting the whole picture (which would repaint every chart line each second).
+    """
+    t0 = model.first_t or 0.0
+    span = (model.last_t or t0) - t0
+    length = next((w for w in WINDOWS_S if w >= span), WINDOWS_S[-1] * (1 + int(span // WINDOWS_S[-1])))
+    return t0, t0 + length
+
+
 def memory_spec(model: SessionModel) -> ChartSpec:
     """RSS, cgroup usage, the cgroup limit and the budget in GiB over the whole session."""
-    t0 = model.first_t or 0.0
-    t1 = model.last_t or t0
+    t0, t1 = chart_window(model)
     series = (
         ("RSS", "mem-rss", model.rss, "*"),
         ("cgroup", "mem-cgroup", model.cgroup_usage, "+"),
@@ -55,8 +69,7 @@ def memory_spec(model: SessionModel) -> ChartSpec:
 
 def gpu_spec(model: SessionModel, gpu: GpuState) -> ChartSpec:
     """One GPU's memory use (% of its total) and utilisation over the whole session."""
-    t0 = model.first_t or 0.0
-    t1 = model.last_t or t0
+    t0, t1 = chart_window(model)
     lines = []
     if gpu.total_bytes:
         total = gpu.total_bytes

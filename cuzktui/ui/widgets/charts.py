@@ -1,10 +1,13 @@
 """Time-series charts drawn with plotext at the widget's exact size (Dolphie's approach).
 
-A :class:`Chart` is handed a :class:`ChartSpec` (what to draw, in display units) and turns it
-into text only when it is shown: the figure is built for the current size with at most one
-point per column (peaks kept), and the built text is cached until the spec, the size or the
-theme changes. The caller replaces the spec only when its model counter moved, and the app
-polls once a second, so a chart is rebuilt at most once a second and never when idle.
+A :class:`Chart` is handed a :class:`ChartSpec` (what to draw, in display units) and builds the
+figure for its current size with at most one point per column (peaks kept); the lines are
+cached until the spec, the size or the theme changes, and a new spec repaints only the lines
+that differ (a line-API widget), so over SSH a new sample costs a column, not the chart. The
+caller replaces the spec only when its model counter moved, and the app polls once a second,
+so a chart is rebuilt at most once a second and never when idle. The time axis is elapsed
+time from ``t0``; callers keep ``t1`` fixed for a while (see ``dashboard.chart_window``) so
+the picture does not shift with every sample.
 
 ``ascii`` draws with plain characters only (no braille, no box lines); ``NO_COLOR`` (the
 app's ``no_color``) draws without colour and tells the lines apart by their markers.
@@ -17,8 +20,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from plotext._figure import _figure_class as Figure
+from rich.console import Console
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
-from textual.app import RenderResult
+from textual.geometry import Region
+from textual.strip import Strip
 from textual.widget import Widget
 
 from ..theme import Palette
@@ -82,13 +89,6 @@ def format_duration(seconds: float) -> str:
     return f"{secs}s"
 
 
-def format_ago(seconds: float) -> str:
-    """``-90`` → ``-1m30s``, ``0`` → ``now``: time-axis labels relative to the chart's end."""
-    if abs(seconds) < 0.5:
-        return "now"
-    return ("-" if seconds < 0 else "+") + format_duration(seconds)
-
-
 def nice_ceiling(value: float) -> float:
     """The next round number (1, 1.2, 1.5, 2 … 8 × 10^n) at or above ``value``: short axis labels."""
     if value <= 0:
@@ -108,6 +108,28 @@ def _tick_label(value: float) -> str:
 LEGEND_SWATCH = "━"
 
 
+def _segments(line: Text, console: Console) -> list[Segment]:
+    """A line's segments, every one with a Style (Textual's NO_COLOR filter requires one)."""
+    null = Style.null()
+    return [Segment(seg.text, seg.style or null) for seg in line.render(console) if seg.text]
+
+
+def _cells(strip: Strip) -> list[tuple[str, object]]:
+    return [(ch, segment.style) for segment in strip for ch in segment.text]
+
+
+def changed_span(old: Strip, new: Strip) -> tuple[int, int] | None:
+    """The [start, end) columns where two lines differ (None when equal): all that is resent."""
+    a, b = _cells(old), _cells(new)
+    if a == b:
+        return None
+    start = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    end = max(len(a), len(b))
+    while end > start and end <= min(len(a), len(b)) and a[end - 1] == b[end - 1]:
+        end -= 1
+    return start, end
+
+
 class Chart(Widget):
     """A legend line over a plotext time-series plot, rebuilt only when spec, size or theme change."""
 
@@ -124,8 +146,7 @@ class Chart(Widget):
         super().__init__(id=id, classes=classes)
         self.ascii_only = ascii_only
         self._spec: ChartSpec | None = None
-        self._cache: tuple[object, Text] | None = None
-        self.builds = 0  # how many times a figure was built (the SSH cost tests read it)
+        self._cache: tuple[object, list[Strip]] | None = None
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self.refresh())
@@ -135,22 +156,43 @@ class Chart(Widget):
         return self._spec
 
     def show(self, spec: ChartSpec) -> None:
-        if spec != self._spec:
-            self._spec = spec
+        """Draw ``spec``; only the lines that differ from what is on screen are repainted."""
+        if spec == self._spec:
+            return
+        before = self._cache[1] if self._cache is not None else None
+        self._spec = spec
+        after = self._strips()
+        if before is None or len(before) != len(after):
             self.refresh()
+            return
+        for y, (old, new) in enumerate(zip(before, after, strict=True)):
+            changed = changed_span(old, new)
+            if changed is not None:
+                self.refresh(Region(changed[0], y, changed[1] - changed[0], 1))
 
     def _palette(self) -> Palette:
         return Palette.from_variables(self.app.theme_variables, self.app.no_color)
 
-    def render(self) -> RenderResult:
+    def render_line(self, y: int) -> Strip:
+        strips = self._strips()
+        return strips[y] if y < len(strips) else Strip.blank(self.size.width, self.rich_style)
+
+    def _strips(self) -> list[Strip]:
+        palette = self._palette()
+        key = (self._spec, self.size, palette)
+        if self._cache is None or self._cache[0] != key:
+            console = self.app.console
+            lines = self.rendered().split("\n", allow_blank=True)
+            self._cache = (key, [Strip(_segments(line, console), line.cell_len) for line in lines])
+        return self._cache[1]
+
+    def rendered(self) -> Text:
+        """The whole chart as text at the current size: the legend, then the plot."""
         spec = self._spec
         if spec is None:
-            return ""
+            return Text()
         palette = self._palette()
         width, height = self.size.width, self.size.height
-        key = (spec, width, height, palette)
-        if self._cache is not None and self._cache[0] == key:
-            return self._cache[1]
         legend = self._legend(spec, palette, width)
         text = Text("\n").join(legend)
         text.append("\n")
@@ -159,7 +201,6 @@ class Chart(Widget):
             text.append_text(self._plot(spec, palette, width, plot_height))
         else:
             text.append(spec.empty, style="dim")
-        self._cache = (key, text)
         return text
 
     def _legend(self, spec: ChartSpec, palette: Palette, width: int) -> list[Text]:
@@ -183,7 +224,6 @@ class Chart(Widget):
         return lines
 
     def _plot(self, spec: ChartSpec, palette: Palette, width: int, height: int) -> Text:
-        self.builds += 1
         plain = self.ascii_only or palette.no_color
         figure = Figure()
         figure.plot_size(width, height)
@@ -199,18 +239,18 @@ class Chart(Widget):
             points = downsample(line.points, t0, t1, buckets)
             if not points:
                 continue
-            xs = [t - t1 for t, _ in points]
+            xs = [t - t0 for t, _ in points]
             ys = [v for _, v in points]
             marker = line.marker if plain else "braille"
             figure.plot(xs, ys, marker=marker, color=palette.plotext(line.color))
         for t in spec.events:
             if plain:
-                figure.plot([t - t1, t - t1], [0, y_max], marker="|", color=palette.plotext(spec.event_color))
+                figure.plot([t - t0, t - t0], [0, y_max], marker="|", color=palette.plotext(spec.event_color))
             else:
-                figure.vertical_line(t - t1, color=palette.plotext(spec.event_color))
-        figure.xlim(t0 - t1, 0)
+                figure.vertical_line(t - t0, color=palette.plotext(spec.event_color))
+        figure.xlim(0, t1 - t0)
         figure.ylim(0, y_max)
         figure.yticks([0, y_max / 2, y_max], ["0", _tick_label(y_max / 2), _tick_label(y_max)])
-        ticks = [t0 - t1, (t0 - t1) / 2, 0.0]
-        figure.xticks(ticks, [format_ago(x) for x in ticks])
+        ticks = [0.0, (t1 - t0) / 2, t1 - t0]
+        figure.xticks(ticks, [format_duration(x) for x in ticks])
         return Text.from_ansi(figure.build(), no_wrap=True)

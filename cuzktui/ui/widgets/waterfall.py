@@ -327,7 +327,11 @@ class WaterfallView(ScrollView, can_focus=True):
         window = self.window()
         width = self.size.width
         if window is None or self._model is None:
-            return Strip.blank(width) if y else Strip([RichSegment("no TIMELINE events yet", Style(dim=True))])
+            return (
+                Strip.blank(width, self.rich_style)
+                if y
+                else Strip([RichSegment("no TIMELINE events yet", Style(dim=True))])
+            )
         palette = self._palette()
         key = (self._rows_key, window, width, palette, self.ascii_only)
         if key != self._strips_key:
@@ -335,7 +339,7 @@ class WaterfallView(ScrollView, can_focus=True):
             self._strips.clear()
         row = -1 if y == 0 else int(self.scroll_y) + y - 1
         if row >= len(self._rows):
-            return Strip.blank(width)
+            return Strip.blank(width, self.rich_style)
         cache_key = (row, row == self.selected)
         strip = self._strips.get(cache_key)
         if strip is None:
