@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -18,10 +19,25 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _bench(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    """The command in a process of its own, as an operator runs it."""
-    return subprocess.run(
-        [sys.executable, "-m", "cuzktui.bench", *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT
+    """The command in a process of its own, as an operator runs it.
+
+    Past ``timeout`` it gets SIGTERM, which cancels the run and stops its daemon (and cgroup),
+    so a hung run leaves nothing behind; the test then fails with what it printed.
+    """
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cuzktui.bench", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
     )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+        pytest.fail(f"the bench did not finish within {timeout} s; stderr:\n{err[-4000:]}")
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 @pytest.mark.parametrize(
@@ -91,7 +107,7 @@ def test_an_oom_kill_in_a_1gib_cgroup_lowers_the_budget_and_every_proof_complete
         "--engine", "--config", str(config), "--memory-limit", "1GiB", "--kind", "porep", "--count", "12",
         "--concurrency", "6", "--json", "--session", str(session),
         "--set", "pipeline.max_parallel_synthesis=18", "--set", f"engine.time_scale={TEST_TIME_SCALE}",
-        timeout=480,
+        timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)

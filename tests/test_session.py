@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import stat
 from pathlib import Path
 
 from cuzktui import events as ev
+from cuzktui.bench import build_requests
 from cuzktui.commands.sessions import format_sessions
+from cuzktui.proto import proving_pb2 as pb
 from cuzktui.session import SessionFollower, SessionWriter, iter_session_events, list_sessions
+from cuzktui.supervisor import Supervisor, engine_program
+from cuzktui.timeline import Timeline
+from tests.conftest import engine_config_text, require_engine
 
 STARTED = "2026-05-01T07:00:00.000000Z  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true\n"
 ASSEMBLED = (
@@ -136,3 +142,59 @@ def test_sessions_are_listed_with_their_completed_proofs(tmp_path: Path) -> None
     table = format_sessions(infos).splitlines()
     assert table[0].split() == ["CREATED", "MODE", "PROOFS", "SIZE", "SESSION"]
     assert table[2].endswith(str(newer.path)) and " real " in table[2]
+
+
+def _waterfall(timeline: Timeline) -> list[tuple[object, ...]]:
+    """What the waterfall shows, as plain values: every job and its partitions' phase boundaries."""
+    return [
+        (
+            job.segment, job.job_id, job.status, job.finished_at,
+            tuple(
+                (p.index, p.synth_start, p.synth_end, p.gpu_queue, p.gpu_pickup, p.gpu_start, p.gpu_end, p.worker,
+                 p.synth_ms, p.gpu_ms)
+                for p in sorted(job.partitions.values(), key=lambda p: p.index)
+            ),
+        )
+        for job in timeline.jobs()
+    ]  # fmt: skip
+
+
+async def test_a_recorded_engine_run_replays_to_the_live_timeline(tmp_path: Path) -> None:
+    require_engine()
+    session = SessionWriter(tmp_path / "session")
+    supervisor = Supervisor(session, engine_program(), listen=f"unix://{tmp_path}/d.sock", start_timeout=60)
+    follower = SessionFollower(session.path)
+    live = Timeline()
+
+    def feed() -> None:
+        for event in follower.poll():
+            if not isinstance(event, ev.ObservedEvent):
+                live.apply(event)
+
+    try:
+        await supervisor.start(engine_config_text(memory={"total_budget": "256GiB"}))
+        proofs = asyncio.ensure_future(
+            asyncio.gather(
+                *(
+                    supervisor.client.prove(r, timeout=120)
+                    for r in build_requests("porep", 2, input_path=None, bench_id="r")
+                )
+            )
+        )
+        while not proofs.done():  # the TUI's live view: poll while the daemon writes
+            feed()
+            await asyncio.wait([proofs], timeout=0.05)
+        results = proofs.result()
+        await supervisor.stop()
+    finally:
+        await supervisor.close(stop=True)
+        session.close()
+    feed()
+    assert [r.status for r in results] == [pb.AwaitProofResponse.COMPLETED] * 2
+    replayed = Timeline()
+    for event in iter_session_events(session.path):
+        if not isinstance(event, ev.ObservedEvent):
+            replayed.apply(event)
+    assert live.completed == replayed.completed == 2
+    assert _waterfall(replayed) == _waterfall(live)
+    assert len(_waterfall(live)[0][4]) == 10  # ten PoRep partitions, each with its phases
