@@ -34,7 +34,7 @@ from typing import Any, Final, Literal
 import psutil
 
 from . import events as ev
-from .client import ClientError, DaemonCallError, DaemonDied, DaemonUnreachable
+from .client import DaemonCallError, DaemonDied, DaemonUnreachable
 from .config import ConfigDocument
 from .daemon_facts import BY_CLI_NAME, ProofKind
 from .knobs import TomlValue
@@ -453,9 +453,6 @@ class BenchRunner:
             return False
         except DaemonCallError as error:
             finished = ev.ProofFinished(time.time(), self.bench_id, request.request_id, kind, "FAILED", str(error))
-        except ClientError as error:  # pragma: no cover - every ClientError subclass is handled above
-            round_.lost_contact = str(error)
-            return False
         else:
             status_name = pb.AwaitProofResponse.Status.Name(response.status)
             finished = ev.ProofFinished(

@@ -19,7 +19,6 @@ and replay go through the same parsing and the same merge.
 from __future__ import annotations
 
 import contextlib
-import errno
 import heapq
 import json
 import os
@@ -99,9 +98,13 @@ class SessionWriter:
 
     @classmethod
     def create(
-        cls, label: str = "session", *, directory: Path | str | None = None, root: Path | str | None = None,
+        cls,
+        label: str = "session",
+        *,
+        directory: Path | str | None = None,
+        root: Path | str | None = None,
         mode: str = "engine",
-    ) -> SessionWriter:  # fmt: skip
+    ) -> SessionWriter:
         """A new session: ``directory`` if given (may exist), else a fresh timestamped one under ``root``."""
         if directory is not None:
             session = cls(directory)
@@ -365,12 +368,7 @@ def read_session_info(path: Path) -> SessionInfo | None:
         meta = {}
     created = meta.get("created")
     if not isinstance(created, int | float):
-        try:
-            created = path.stat().st_mtime
-        except OSError as error:
-            if error.errno == errno.ENOENT:
-                return None
-            raise
+        created = path.stat().st_mtime
     return SessionInfo(
         path=path,
         label=str(meta.get("label", path.name)),
