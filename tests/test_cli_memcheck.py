@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -34,7 +35,7 @@ def test_memcheck_json_is_one_object(capsys: pytest.CaptureFixture[str]) -> None
 def test_memcheck_failure_is_a_message_and_exit_1(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def broken() -> None:
+    def broken(**_: object) -> None:
         raise FileNotFoundError(2, "No such file or directory", "/proc/meminfo")
 
     monkeypatch.setattr(memcheck, "gather_report", broken)
@@ -42,6 +43,17 @@ def test_memcheck_failure_is_a_message_and_exit_1(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "memcheck: cannot read" in captured.err and "/proc/meminfo" in captured.err
+
+
+def test_memcheck_warns_about_a_config_listening_on_every_interface(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "cuzk.toml"
+    config.write_text('[daemon]\nlisten = "0.0.0.0:9820"\n')
+    assert cli.main(["memcheck", "--config", str(config)]) == 0
+    assert "0.0.0.0:9820" in capsys.readouterr().out
+    assert cli.main(["memcheck", "--config", str(tmp_path / "missing.toml")]) == 1
+    assert "missing.toml" in capsys.readouterr().err
 
 
 _KILLED = ProbeResult(
