@@ -89,6 +89,7 @@ class Residency:
         self.pce: dict[str, Resident] = {}
         self._loading: dict[str, asyncio.Future[None]] = {}
         self.extractions: set[asyncio.Task[None]] = set()
+        self._extracting: set[str] = set()
         budget.evictor = self.evict
 
     # SRS ------------------------------------------------------------------------------------
@@ -153,12 +154,19 @@ class Residency:
     # PCE ------------------------------------------------------------------------------------
 
     def start_extraction(self, facts: KindFacts) -> None:
-        """After a proof of a kind with no cached PCE (a second one may overlap, as in the daemon)."""
-        if facts.circuit_id in self.pce:
+        """After a proof of a kind with no cached PCE.
+
+        The daemon can start a second, overlapping extraction in a short race window; the engine
+        keeps one per circuit, since with a deep queue that race would otherwise fire for every
+        queued job and starve the budget.
+        """
+        if facts.circuit_id in self.pce or facts.circuit_id in self._extracting:
             return
+        self._extracting.add(facts.circuit_id)
         task = asyncio.get_running_loop().create_task(self._extract(facts))
         self.extractions.add(task)
         task.add_done_callback(self.extractions.discard)
+        task.add_done_callback(lambda _: self._extracting.discard(facts.circuit_id))
 
     async def _poll_acquire(self, amount: int) -> Reservation:
         # The daemon polls try_acquire once a second rather than queueing behind partitions.
@@ -213,20 +221,16 @@ class Residency:
                 ("write_speed_gbs", Quoted(f"{PCE_WRITE_BYTES_PER_S / 1e9:.2f}")),
             )
             self.log.info(tracing.PIPELINE, "PCE saved to disk", ("circuit_id", facts.circuit_id), ("path", path))
-            if facts.circuit_id in self.pce:
-                block.free()  # an overlapping extraction finished first; discard quietly
-                permanent.release()
-            else:
-                self.pce[facts.circuit_id] = Resident(
-                    facts.circuit_id, facts.pce_bytes, permanent, block, last_used=time.monotonic()
-                )
-                self.log.info(
-                    tracing.PIPELINE,
-                    "PCE cached",
-                    ("circuit_id", facts.circuit_id),
-                    ("size_gib", facts.pce_bytes / GiB),
-                    ("budget_used_gib", gib(self.budget.used)),
-                )
+            self.pce[facts.circuit_id] = Resident(
+                facts.circuit_id, facts.pce_bytes, permanent, block, last_used=time.monotonic()
+            )
+            self.log.info(
+                tracing.PIPELINE,
+                "PCE cached",
+                ("circuit_id", facts.circuit_id),
+                ("size_gib", facts.pce_bytes / GiB),
+                ("budget_used_gib", gib(self.budget.used)),
+            )
         finally:
             scratch.free()
             transient.release()
