@@ -82,6 +82,11 @@ class ReplayClock(Protocol):
     speed: float
     playing: bool
 
+    @property
+    def span(self) -> tuple[float, float] | None:
+        """First and last event times of the whole replay (None when it is empty)."""
+        ...
+
     def seek(self, t: float) -> None: ...
 
     def play(self, speed: float) -> None: ...

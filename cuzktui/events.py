@@ -273,6 +273,9 @@ class DaemonLaunched:
     status_url: str | None = None
     cgroup_path: str | None = None
     memory_limit_bytes: int | None = None
+    # The engine's [engine] memory_scale (real bytes per nominal byte); None for a real daemon.
+    # The model shows an engine's memory in nominal bytes so the charts read as the emulated box.
+    memory_scale: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

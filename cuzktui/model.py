@@ -100,6 +100,7 @@ class DaemonState:
     log_path: str | None = None
     status_url: str | None = None
     memory_limit_bytes: int | None = None
+    memory_scale: float | None = None  # the engine's real bytes per nominal byte
     launched_t: float | None = None
     ready_t: float | None = None
     startup_s: float | None = None
@@ -231,12 +232,26 @@ class SessionModel:
             return True
         return self._apply_log(event)
 
+    def nominal(self, real_bytes: int) -> float:
+        """Real bytes in the units the daemon's budget speaks: an engine's nominal bytes, else as is.
+
+        An engine at memory_scale 1/256 in a 1 GiB cgroup emulates a 256 GiB box; its RSS, cgroup
+        usage and limit are shown ×256 so they compare directly with its (nominal) budget.
+        """
+        scale = self.daemon.memory_scale
+        return real_bytes / scale if scale else float(real_bytes)
+
     def _add_memory(self, sample: ev.MemorySample) -> None:
         t = sample.t
         for series, value in (
             (self.rss, sample.rss_bytes),
             (self.cgroup_usage, sample.cgroup_usage_bytes),
             (self.cgroup_limit, sample.cgroup_limit_bytes),
+        ):
+            if value is not None:
+                series.append(t, self.nominal(value))
+        # The budget comes from the daemon's /status, already in its own units.
+        for series, value in (
             (self.budget_total, sample.budget_total_bytes),
             (self.budget_used, sample.budget_used_bytes),
         ):
@@ -273,11 +288,12 @@ class SessionModel:
                 log_path=event.log_path,
                 status_url=event.status_url,
                 memory_limit_bytes=event.memory_limit_bytes,
+                memory_scale=event.memory_scale,
                 launched_t=event.t,
                 runs=runs,
             )
             if event.memory_limit_bytes is not None:
-                self.cgroup_limit.append(event.t, event.memory_limit_bytes)
+                self.cgroup_limit.append(event.t, self.nominal(event.memory_limit_bytes))
         elif isinstance(event, ev.DaemonReadyObserved):
             d.phase = "ready"
             d.ready_t = event.t

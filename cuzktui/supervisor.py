@@ -37,6 +37,7 @@ from typing import Any, Final, Literal
 
 from . import events as ev
 from .client import ClientError, DaemonClient, StatusError, fetch_status_json
+from .config import ConfigDocument, ConfigError
 from .session import LogFollower, SessionWriter
 from .system import CgroupError, MemoryCgroup, kernel_oom_evidence
 
@@ -157,6 +158,15 @@ def classify_exit(
             evidence.append("no Error: report at the end of daemon.log")
         return ev.DaemonExited(t, pid, returncode, None, "error", tuple(evidence), report)
     return ev.DaemonExited(t, pid, 0, None, "clean", ("exit status 0",), report)
+
+
+def engine_memory_scale(config_text: str) -> float | None:
+    """``[engine] memory_scale`` of an engine config (its default when unset); None if unreadable."""
+    try:
+        value = ConfigDocument.parse(config_text).get("engine", "memory_scale")
+    except (ConfigError, ValueError):
+        return None
+    return float(value) if isinstance(value, int | float) and value > 0 else None
 
 
 def config_addresses(config_text: str) -> tuple[str | None, str | None]:
@@ -394,6 +404,7 @@ class Supervisor:
                 status_url=self.status_url,
                 cgroup_path=cgroup_path,
                 memory_limit_bytes=self.memory_limit,
+                memory_scale=engine_memory_scale(config_text) if self.program.mode == "engine" else None,
             )
         )
         self._watch = _ExitWatch(self.pid, self._proc.poll)

@@ -62,3 +62,16 @@ def test_memory_samples_feed_series_and_bump_version() -> None:
     assert model.memory_version > before
     assert model.rss.last() == (1.0, 100.0) and model.cgroup_limit.last() == (1.0, 1000.0)
     assert model.budget_total.last() is None
+
+
+def test_engine_memory_is_shown_in_nominal_bytes() -> None:
+    model = SessionModel()
+    launched = ev.DaemonLaunched(
+        t=1.0, mode="engine", pid=7, command=(), config_path=None, listen="x", log_path=None,
+        memory_limit_bytes=1 << 30, memory_scale=1 / 256,
+    )  # fmt: skip
+    model.apply(launched)
+    assert model.cgroup_limit.last() == (1.0, float(256 << 30))
+    model.apply(ev.MemorySample(t=2.0, rss_bytes=1 << 29, budget_total_bytes=200 << 30))
+    assert model.rss.last() == (2.0, float(128 << 30))
+    assert model.budget_total.last() == (2.0, float(200 << 30)), "the daemon's budget is already nominal"

@@ -12,13 +12,15 @@ when it seeks.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 from functools import partial
 from typing import Any, ClassVar, cast
 
 from rich.text import Text
 from textual import on, work
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.binding import Binding, BindingType
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.containers import Grid
@@ -31,8 +33,8 @@ from .screens.bench import BenchScreen
 from .screens.dashboard import DashboardScreen
 from .screens.knobs import KnobsScreen
 from .screens.logs import LogsScreen
-from .screens.memcheck import MemcheckScreen
-from .screens.sessions import SessionsScreen
+from .screens.memcheck import ApplyRecommended, MemcheckScreen
+from .screens.sessions import OpenReplay, SessionsScreen
 from .screens.waterfall import WaterfallScreen
 from .theme import DEFAULT_THEME, ThemeFileError, bundled_themes, variable_defaults
 from .widgets.charts import format_duration
@@ -55,7 +57,7 @@ def replay_clock(controller: Controller) -> ReplayClock | None:
     """The controller's replay controls, when it is a replay controller (duck-typed protocol)."""
     if not controller.read_only:
         return None
-    needed = ("cursor_t", "speed", "playing", "seek", "play", "pause")
+    needed = ("cursor_t", "speed", "playing", "span", "seek", "play", "pause")
     return cast(ReplayClock, controller) if all(hasattr(controller, n) for n in needed) else None
 
 
@@ -230,9 +232,7 @@ class CuzkApp(App[None]):
         clock = replay_clock(self.controller)
         if clock is not None:
             state = "playing" if clock.playing else "paused"
-            # The replay's whole span when it says (ReplayController.span), else what is loaded.
-            span = getattr(clock, "span", None) or (model.first_t, model.last_t)
-            start, end = span
+            start, end = clock.span or (model.first_t, model.last_t)
             cursor = clock.cursor_t
             if cursor is not None and start is not None and end is not None:
                 state += f" {format_duration(cursor - start)} / {format_duration(end - start)}"
@@ -282,6 +282,28 @@ class CuzkApp(App[None]):
         else:
             clock.speed = speed
         self.refresh_visible()
+
+    async def on_apply_recommended(self, message: ApplyRecommended) -> None:
+        """Memcheck's "apply recommended": pre-fill the Knobs form (the operator still reviews and applies)."""
+        await self.switch_mode("knobs")
+        if isinstance(self.screen, KnobsScreen):
+            self.screen.fill(message.values)
+        self.refresh_visible()
+
+    def on_open_replay(self, message: OpenReplay) -> None:
+        """Open a recorded session in a replay viewer in this terminal; quitting it comes back here.
+
+        A separate process keeps the live controller (and the daemon it watches) untouched.
+        """
+        argv = [sys.executable, "-m", "cuzktui.cli"]
+        if self.ascii_only:
+            argv.append("--ascii")
+        argv += ["--theme", self.theme, "replay", str(message.path)]
+        try:
+            with self.suspend():
+                subprocess.run(argv, check=False)
+        except SuspendNotSupported:
+            self.notify(f"replay it with: cuzk-tui replay {message.path}", title="Replay", severity="warning")
 
     def action_request_quit(self) -> None:
         controller = self.controller

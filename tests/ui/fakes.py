@@ -259,6 +259,11 @@ class FakeReplay(FakeController):
     def read_only(self) -> bool:
         return True
 
+    @property
+    def span(self) -> tuple[float, float] | None:
+        first, last = self.model.first_t, self.model.last_t
+        return (first, last) if first is not None and last is not None else None
+
     def seek(self, t: float) -> None:
         self.cursor_t = t
 

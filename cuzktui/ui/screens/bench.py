@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Footer, Input, Label, ProgressBar, Select
 from ... import events as ev
 from ...controller import BenchRequest, Controller
 from ...model import BenchState
+from ..widgets.header import screen_header
 
 KINDS = ("porep", "snap", "wpost", "winning")
 COLUMNS = ("#", "job id", "status", "queue s", "synth s", "GPU s", "total s", "wall s", "note")
@@ -118,6 +119,7 @@ class BenchScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         disabled = self.controller.read_only
+        yield screen_header(self.app)
         with Horizontal(id="bench-form"):
             with Vertical(id="bench-kind-col"):
                 yield Label("kind")

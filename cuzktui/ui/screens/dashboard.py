@@ -11,12 +11,13 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Footer, Static
 
 from ...controller import Controller
 from ...model import GpuState, SessionModel
 from ...units import GiB, format_size
 from ..widgets.charts import Chart, ChartSpec, Line
+from ..widgets.header import screen_header
 from ..widgets.panels import Panel, daemon_content, hints_content, notices_content, pipeline_content
 
 NOTICE_LINES = 4
@@ -100,7 +101,7 @@ class DashboardScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         ascii_only = getattr(self.app, "ascii_only", False)
-        yield Header(icon="*" if ascii_only else None)
+        yield screen_header(self.app)
         with Horizontal(id="dash-top"):
             yield Panel(id="daemon")
             yield Panel(id="pipeline")

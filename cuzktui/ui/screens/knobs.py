@@ -40,6 +40,7 @@ from ...knobs import (
 )
 from ...model import SessionModel
 from ..widgets.form import ConfirmModal
+from ..widgets.header import screen_header
 
 # Rich styles, not CSS classes: the badge is part of a Text that wraps with the summary.
 _BADGES = {
@@ -218,6 +219,7 @@ class KnobsScreen(Screen[None]):
         self._pending_fill: dict[str, Any] = {}
 
     def compose(self) -> ComposeResult:
+        yield screen_header(self.app)
         yield Static(id="knobs-status")
         with Horizontal(id="knobs-body"):
             with VerticalScroll(id="knobs-form"):

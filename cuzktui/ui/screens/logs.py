@@ -18,6 +18,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from ...controller import Controller
+from ..widgets.header import screen_header
 from ..widgets.logview import ALL_LEVELS, Level, LogView
 
 
@@ -58,6 +59,7 @@ class LogsScreen(Screen[None]):
         self.controller = controller
 
     def compose(self) -> ComposeResult:
+        yield screen_header(self.app)
         yield Static(id="logs-status")
         yield LogView(log_path_of(self.controller), id="logs-view")
         yield Input(placeholder="search the log (enter: find, n/N: next/previous, esc: close)", id="logs-search")

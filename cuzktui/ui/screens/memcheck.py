@@ -21,6 +21,7 @@ from textual.widgets import DataTable, Footer, LoadingIndicator, Static
 from ...controller import Controller
 from ...planner import MemcheckReport, gather_report
 from ...units import format_size
+from ..widgets.header import screen_header
 
 REASON_WIDTH = 60
 
@@ -107,6 +108,7 @@ class MemcheckScreen(Screen[None]):
         self.report = report
 
     def compose(self) -> ComposeResult:
+        yield screen_header(self.app)
         with VerticalScroll(id="memcheck-body"):
             yield LoadingIndicator(id="memcheck-loading")
             if self.controller.read_only:

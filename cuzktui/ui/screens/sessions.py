@@ -26,6 +26,7 @@ from ...config import ConfigDocument, ConfigError, diff, load_config
 from ...controller import Controller
 from ...session import CONFIG_DIR, SessionInfo, iter_session_events, list_sessions
 from ...units import format_size
+from ..widgets.header import screen_header
 
 
 class OpenReplay(Message):
@@ -156,6 +157,7 @@ class SessionsScreen(Screen[None]):
         self.marked: list[Path] = []
 
     def compose(self) -> ComposeResult:
+        yield screen_header(self.app)
         yield Static("Scanning sessions…", id="sessions-status")
         table: DataTable[str | Text] = DataTable(id="sessions-list", cursor_type="row", zebra_stripes=True)
         table.add_columns("", "label", "created (UTC)", "mode", "proofs", "size", "directory")

@@ -14,9 +14,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Footer, Static
 
 from ...controller import Controller
+from ..widgets.header import screen_header
 from ..widgets.panels import Panel
 from ..widgets.waterfall import PHASES, Phase, Row, WaterfallView, lane_detail, partition_detail
 
@@ -41,7 +42,7 @@ class WaterfallScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         ascii_only = getattr(self.app, "ascii_only", False)
-        yield Header(icon="*" if ascii_only else None)
+        yield screen_header(self.app)
         yield Static(legend(ascii_only), id="waterfall-legend")
         yield WaterfallView(ascii_only=ascii_only, id="waterfall")
         yield Panel(id="waterfall-detail")
