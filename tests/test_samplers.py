@@ -284,3 +284,23 @@ async def test_periodic_does_nothing_when_already_stopped() -> None:
     called: list[bool] = []
     await run_periodic(lambda: called.append(True) or [], lambda e: None, 0.01, stop)
     assert called == []
+
+
+@pytest.mark.skipif(_NO_NVML is not None, reason=_NO_NVML or "")
+def test_gpu_memory_allocated_by_another_library_shows_in_the_samples() -> None:
+    """Run on a GPU machine: 4 GiB allocated through CUDA appear in the NVML used-memory sample."""
+    torch = pytest.importorskip("torch", reason="needs torch to allocate GPU memory")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    sampler = GpuSampler()
+    try:
+        before = {s.index: s.used_bytes for s in sampler.sample() if isinstance(s, GpuSample)}
+        block = torch.empty(4 * GiB, dtype=torch.uint8, device="cuda:0")
+        block.fill_(1)
+        torch.cuda.synchronize()
+        after = {s.index: s.used_bytes for s in sampler.sample() if isinstance(s, GpuSample)}
+        del block
+        assert before[0] is not None and after[0] is not None
+        assert after[0] - before[0] >= 4 * GiB - 64 * MiB
+    finally:
+        sampler.close()
