@@ -1,0 +1,201 @@
+"""End to end in a real terminal: ``cuzk-tui --engine --run-bench porep:3:2`` inside tmux at 120x40.
+
+The installed console script runs in a detached tmux session on a private server (``tmux -L``,
+so no other tmux server is touched, and ``-f`` a config of our own so no user config applies).
+The test reads the screen with ``capture-pane``, switches to the Bench screen, finds the
+benchmark's summary, quits with ``q`` and chooses "stop" in the dialog; the TUI must exit with
+status 0 and leave no daemon behind. The tmux server is killed in teardown whatever happens.
+Textual draws on stderr, so nothing is redirected.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from cuzktui import events as ev
+from cuzktui.session import iter_session_events
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed: no real terminal to drive"),
+]
+
+CUZK_TUI = Path(sys.executable).with_name("cuzk-tui")
+WIDTH, HEIGHT = 120, 40
+BENCH_S = 120.0
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def fast_engine_config(socket_dir: Path) -> str:
+    return (
+        "[daemon]\n"
+        f'listen = "unix://{socket_dir / "cuzk.sock"}"\n'
+        f'status_listen = "127.0.0.1:{_free_port()}"\n'
+        "[memory]\n"
+        'total_budget = "400GiB"\n'
+        "[engine]\n"
+        "time_scale = 0.0005\n"
+        "memory_scale = 0.0000152587890625\n"  # 1/65536
+        "gpus = 1\n"
+    )
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with contextlib.suppress(OSError):  # a zombie waiting for its parent counts as gone
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    return True
+
+
+def recorded_pids(session: Path) -> list[int]:
+    """Every process the session says was started: daemons (DaemonLaunched) and benchmark runners."""
+    if not (session / "events.jsonl").exists():
+        return []
+    pids: list[int] = []
+    for e in iter_session_events(session):
+        if isinstance(e, ev.DaemonLaunched) and e.pid:
+            pids.append(e.pid)
+        elif isinstance(e, ev.Notice) and e.text.startswith("benchmark started (runner pid "):
+            pids.append(int(e.text.removeprefix("benchmark started (runner pid ").split(")")[0]))
+    return pids
+
+
+def daemon_pids(session: Path) -> list[int]:
+    return [e.pid for e in iter_session_events(session) if isinstance(e, ev.DaemonLaunched) and e.pid]
+
+
+@dataclass
+class Tmux:
+    """One private tmux server (``-L``, its own config) with one session running the TUI."""
+
+    server: str
+    conf: Path
+
+    def run(self, *args: str) -> str:
+        result = subprocess.run(
+            ["tmux", "-L", self.server, "-f", str(self.conf), *args],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"tmux {' '.join(args)}: {result.stderr.strip()}")
+        return result.stdout
+
+    def start(self, argv: list[str]) -> None:
+        self.run("new-session", "-d", "-s", self.server, "-x", str(WIDTH), "-y", str(HEIGHT), *argv)
+
+    def screen(self) -> str:
+        return self.run("capture-pane", "-p", "-t", self.server)
+
+    def keys(self, *keys: str) -> None:
+        self.run("send-keys", "-t", self.server, *keys)
+
+    def pane(self, fmt: str) -> str:
+        return self.run("display-message", "-p", "-t", self.server, fmt).strip()
+
+    def wait_for(self, condition: Callable[[str], bool], what: str, timeout: float) -> str:
+        """Poll the screen until ``condition(screen)``; fail with the last screen after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        text = ""
+        while time.monotonic() < deadline:
+            with contextlib.suppress(RuntimeError):
+                text = self.screen()
+                if condition(text):
+                    return text
+            time.sleep(0.2)
+        raise AssertionError(f"not within {timeout:.0f} s: {what}; the screen was:\n{text}")
+
+
+@dataclass
+class E2E:
+    tmux: Tmux
+    config: Path
+    session: Path
+
+
+@pytest.fixture
+def e2e(tmp_path: Path) -> Iterator[E2E]:
+    """A private tmux server and a fast engine config; teardown kills the server, then any process left."""
+    socket_dir = Path(tempfile.mkdtemp(prefix="cz-"))  # short: pytest's tmp_path can pass the 108-byte limit
+    conf = tmp_path / "tmux.conf"
+    conf.write_text("set -g remain-on-exit on\n")  # keep the pane after the TUI exits: its status is read
+    config = tmp_path / "cuzk.toml"
+    config.write_text(fast_engine_config(socket_dir))
+    server = f"cuzk-e2e-{uuid.uuid4().hex[:10]}"
+    session = tmp_path / "session"
+    try:
+        yield E2E(Tmux(server, conf), config, session)
+    finally:
+        subprocess.run(["tmux", "-L", server, "kill-server"], capture_output=True, timeout=10, check=False)
+        # The daemon and a benchmark runner live in sessions of their own (they outlive a hang-up):
+        # whatever a failed test left, stop it by pid.
+        deadline = time.monotonic() + 10
+        while any(alive(pid) for pid in recorded_pids(session)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        for pid in recorded_pids(session):
+            if alive(pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(socket_dir, ignore_errors=True)
+
+
+def test_run_bench_in_tmux_shows_the_summary_and_quit_stops_the_daemon(e2e: E2E) -> None:
+    assert CUZK_TUI.exists(), f"the console script is not installed next to {sys.executable}"
+    tmux = e2e.tmux
+    tmux.start(
+        [str(CUZK_TUI), "--engine", "--config", str(e2e.config), "--session", str(e2e.session),
+         "--run-bench", "porep:3:2"]
+    )  # fmt: skip
+    assert tmux.pane("#{window_width}x#{window_height}") == f"{WIDTH}x{HEIGHT}"
+    tmux.wait_for(lambda s: "cuzk-engine (embedded emulator)" in s, "the TUI's title", 60)
+
+    # The Bench screen: the benchmark ran to its end and its cuzk-bench style summary is shown.
+    tmux.keys("4")
+    text = tmux.wait_for(
+        lambda s: "completed 3 · failed 0" in s and "proofs/hour" in s, "the summary of 3 completed proofs", BENCH_S
+    )
+    assert "porep × 3, concurrency 2 · completed" in text
+    assert sum(" COMPLETED " in line for line in text.splitlines()) == 3
+    # The runner has ended and the TUI relaunched its daemon: the header says ready again.
+    tmux.wait_for(lambda s: s.splitlines()[0].rstrip().endswith("— ready"), "the relaunched daemon ready", 60)
+    pids = daemon_pids(e2e.session)
+    assert len(pids) == 3  # the TUI's, the runner's, the TUI's again
+    assert alive(pids[-1]) and not any(alive(pid) for pid in pids[:-1])
+
+    # Quit: the dialog says the daemon still runs; "s" stops it and the TUI exits cleanly.
+    tmux.keys("q")
+    tmux.wait_for(lambda s: f"Still running: the daemon (pid {pids[-1]})" in s, "the quit dialog", 30)
+    tmux.keys("s")
+    deadline = time.monotonic() + 60
+    while tmux.pane("#{pane_dead}") != "1":
+        assert time.monotonic() < deadline, f"the TUI did not exit; the screen was:\n{tmux.screen()}"
+        time.sleep(0.2)
+    assert tmux.pane("#{pane_dead_status}") == "0"
+    assert [pid for pid in recorded_pids(e2e.session) if alive(pid)] == []
