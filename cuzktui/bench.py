@@ -336,6 +336,10 @@ class BenchRunner:
         """Proofs not finished yet (the drain condition for the benchmark's own work)."""
         return len(self._state.unfinished)
 
+    async def wait_cancelled(self) -> None:
+        """Return once :meth:`cancel` has been called."""
+        await self._cancelled.wait()
+
     def cancel(self) -> None:
         """Stop submitting and abandon the proofs in flight; run() then returns outcome "cancelled"."""
         self._cancelled.set()

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import events as ev
 from .. import knobs
 from ..bench import (
     BenchOptions,
@@ -128,14 +129,26 @@ async def _run(plan: _Plan, session: SessionWriter) -> BenchSummary | str:
         plan.options.kind, plan.options.count, input_path=plan.options.input_path, bench_id=bench_id
     )
     supervisor = Supervisor(session, plan.program, memory_limit=plan.memory_limit, on_progress=_progress)
+    runner = BenchRunner(
+        supervisor, plan.options, plan.config_text, requests=requests, bench_id=bench_id, on_progress=_progress
+    )
+    # Signals cancel from the very start: a runner killed while its daemon starts would leave
+    # that daemon (in its own process session) running with nobody to stop it.
+    install_cancel_signals(runner)
     try:
         _progress(f"starting {' '.join(plan.program.argv)} ({plan.program.mode})")
-        await supervisor.start(plan.config_text)
+        start = asyncio.ensure_future(supervisor.start(plan.config_text))
+        cancelled = asyncio.ensure_future(runner.wait_cancelled())
+        await asyncio.wait({start, cancelled}, return_when=asyncio.FIRST_COMPLETED)
+        cancelled.cancel()
+        if not start.done():
+            start.cancel()
+            await asyncio.gather(start, return_exceptions=True)
+            message = "benchmark cancelled before the daemon was ready"
+            session.append_event(ev.Notice(time.time(), "warning", message))
+            return message
+        start.result()
         _progress(f"daemon ready (pid {supervisor.pid}); {o.count} × {o.kind} at concurrency {o.concurrency}")
-        runner = BenchRunner(
-            supervisor, plan.options, plan.config_text, requests=requests, bench_id=bench_id, on_progress=_progress
-        )
-        install_cancel_signals(runner)
         return await runner.run()
     except (DaemonStartError, SupervisorError) as error:
         return str(error)

@@ -351,12 +351,6 @@ async def test_bench_waterfall_knob_restart_then_the_session_replays(live: Live)
         assert "replay playing" in replay_app.sub_title
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cuzktui/commands/bench.py installs the runner's SIGTERM handler only after its daemon is ready "
-    "(install_cancel_signals after `await supervisor.start`): a cancel during the daemon's start kills the "
-    "runner by the default action and its daemon is orphaned while the TUI relaunches one on the same socket",
-)
 async def test_cancelling_a_benchmark_while_its_daemon_starts_leaves_no_daemon(live: Live) -> None:
     controller, model = live.controller, live.controller.model
     await live.until_ready()
