@@ -26,7 +26,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.containers import Grid
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
-from textual.widgets import Button, Label
+from textual.widgets import Button, Input, Label
 
 from ..controller import Controller, ReplayClock
 from .screens.bench import BenchScreen
@@ -100,13 +100,13 @@ class QuitScreen(ModalScreen[bool | None]):
         Binding("escape", "choose(None)", "Cancel"),
     ]
 
-    def __init__(self, running: list[str], address: str) -> None:
+    def __init__(self, running: list[str], attach: str) -> None:
         super().__init__()
         self.running = running
-        self.address = address
+        self.attach = attach
 
     def compose(self) -> ComposeResult:
-        attach = f"cuzk-tui attach {self.address}" if self.address else "cuzk-tui attach <address>"
+        attach = self.attach or "cuzk-tui attach <address>"
         with Grid(id="quit-dialog"):
             yield Label(
                 Text.assemble(
@@ -117,9 +117,10 @@ class QuitScreen(ModalScreen[bool | None]):
                 ),
                 id="quit-question",
             )
-            yield Button("Stop and quit [s]", variant="error", id="quit-stop")
-            yield Button("Leave running [l]", variant="primary", id="quit-leave")
-            yield Button("Cancel [esc]", id="quit-cancel")
+            # Plain Text: "[s]" would otherwise be read as markup and vanish.
+            yield Button(Text("Stop and quit [s]"), variant="error", id="quit-stop")
+            yield Button(Text("Leave running [l]"), variant="primary", id="quit-leave")
+            yield Button(Text("Cancel [esc]"), id="quit-cancel")
 
     def action_choose(self, choice: bool | None) -> None:
         self.dismiss(choice)
@@ -141,6 +142,8 @@ class CuzkApp(App[None]):
         Binding("space", "toggle_play", "Play/pause"),
         Binding("greater_than_sign,plus", "speed(1)", "Faster", key_display=">"),
         Binding("less_than_sign,minus", "speed(-1)", "Slower", key_display="<"),
+        # Number keys type into a focused field; Escape leaves the field so they switch screens again.
+        Binding("escape", "leave_field", "Leave field", show=False),
     ]
 
     def __init__(
@@ -283,6 +286,10 @@ class CuzkApp(App[None]):
             clock.speed = speed
         self.refresh_visible()
 
+    def action_leave_field(self) -> None:
+        if isinstance(self.focused, Input):
+            self.set_focus(None)
+
     async def on_apply_recommended(self, message: ApplyRecommended) -> None:
         """Memcheck's "apply recommended": pre-fill the Knobs form (the operator still reviews and applies)."""
         await self.switch_mode("knobs")
@@ -322,7 +329,11 @@ class CuzkApp(App[None]):
             if choice is not None:
                 self._leave(stop_daemon=choice)
 
-        self.push_screen(QuitScreen(running, controller.model.daemon.listen), chosen)
+        # A live controller knows the whole command (status URL, log file); else the address will do.
+        hint = getattr(controller, "reattach_hint", None)
+        listen = controller.model.daemon.listen
+        attach = hint() if callable(hint) else (f"cuzk-tui attach {listen}" if listen else "")
+        self.push_screen(QuitScreen(running, attach), chosen)
 
     @work(exclusive=True, group="controller")
     async def _leave(self, stop_daemon: bool) -> None:
