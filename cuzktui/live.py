@@ -66,14 +66,18 @@ class LiveOptions:
     sample_interval: float = 1.0
 
 
+# Without a profile the engine still emulates a typical proving box: "auto" budgets are then
+# read against 256 GiB, not this machine's RAM × 256 (a 6 TiB box on a 24 GiB laptop).
+DEFAULT_ENGINE_BOX_GIB = 256
+
+
 def default_engine_config(session_dir: Path, profile_gib: int | None) -> str:
     """A first config for the engine: loopback only (a unix socket in the session), status endpoint on."""
     values: dict[str, Any] = {
         "daemon.listen": f"unix://{session_dir / 'cuzk.sock'}",
         "daemon.status_listen": f"127.0.0.1:{_free_port()}",
+        "engine.mem_total": f"{profile_gib or DEFAULT_ENGINE_BOX_GIB}GiB",
     }
-    if profile_gib is not None:
-        values["engine.mem_total"] = f"{profile_gib}GiB"
     return build_config(values)
 
 
