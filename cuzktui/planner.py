@@ -209,8 +209,8 @@ class MemcheckReport:
         data["warnings"] = list(self.warnings)
         return data
 
-    def render(self) -> str:
-        """The report as text for a terminal."""
+    def fact_rows(self) -> list[tuple[str, str]]:
+        """(label, value) for each figure, the ones that decide an OOM kill first (text and UI share them)."""
 
         def size(n: int | None, none: str) -> str:
             return none if n is None else format_size(n)
@@ -223,19 +223,35 @@ class MemcheckReport:
         )
         quota = f", cgroup quota {self.cpu_quota:g} CPUs" if self.cpu_quota is not None else ""
         gpus = "; ".join(f"{g.index}: {g.name} ({size(g.total_bytes, '? memory')})" for g in self.gpus)
-        lines = [
-            f"effective RAM       {format_size(self.effective_ram_bytes)}",
-            f"host MemTotal       {format_size(self.host_mem_total_bytes)}",
-            f"cgroup              {cgroup}",
-            f'budget "auto"       {format_size(self.auto_budget_bytes)} '
-            "(MemTotal − 5 GiB; the daemon ignores the cgroup)",
-            f"budget recommended  {format_size(self.recommended_budget_bytes)}",
-            f"memlock limit       {size(self.memlock_bytes, 'unlimited')}",
-            f"max partitions      PoRep {self.max_porep_partitions}, SnapDeals {self.max_snap_partitions} "
-            "(concurrent, under the recommended budget)",
-            f"bench concurrency   {self.suggested_bench_concurrency} PoRep proofs in flight",
-            f"CPUs                {self.cpus}{quota}",
-            f"GPUs                {self.gpu_state}" + (f": {gpus}" if gpus else ""),
+        return [
+            ("effective RAM", format_size(self.effective_ram_bytes)),
+            ("host MemTotal", format_size(self.host_mem_total_bytes)),
+            ("cgroup", cgroup),
+            (
+                'budget "auto"',
+                f"{format_size(self.auto_budget_bytes)} (MemTotal − 5 GiB; the daemon ignores the cgroup)",
+            ),
+            ("budget recommended", format_size(self.recommended_budget_bytes)),
+            ("memlock limit", size(self.memlock_bytes, "unlimited")),
+            (
+                "max partitions",
+                f"PoRep {self.max_porep_partitions}, SnapDeals {self.max_snap_partitions} "
+                "(concurrent, under the recommended budget)",
+            ),
+            ("bench concurrency", f"{self.suggested_bench_concurrency} PoRep proofs in flight"),
+            ("CPUs", f"{self.cpus}{quota}"),
+            ("GPUs", self.gpu_state + (f": {gpus}" if gpus else "")),
+        ]
+
+    @property
+    def auto_overshoots_cgroup(self) -> bool:
+        """``total_budget = "auto"`` promises more than the cgroup allows (the classic OOM setup)."""
+        return self.cgroup_limit_bytes is not None and self.auto_budget_bytes > self.cgroup_limit_bytes
+
+    def render(self) -> str:
+        """The report as text for a terminal."""
+        lines = [f"{label:<20}{value}" for label, value in self.fact_rows()]
+        lines += [
             "",
             "recommended knobs:",
         ]

@@ -20,7 +20,6 @@ from textual.widgets import DataTable, Footer, LoadingIndicator, Static
 
 from ...controller import Controller
 from ...planner import MemcheckReport, gather_report
-from ...units import format_size
 from ..widgets.header import screen_header
 
 REASON_WIDTH = 60
@@ -40,40 +39,12 @@ def recommended_values(report: MemcheckReport) -> dict[str, Any]:
 
 def facts(report: MemcheckReport) -> Text:
     """The report's figures, one per line, the ones that decide an OOM kill first."""
-
-    def size(n: int | None, none: str) -> str:
-        return none if n is None else format_size(n)
-
-    cgroup = (
-        f"v{report.cgroup_version} {report.cgroup_path} · limit {size(report.cgroup_limit_bytes, 'none')}"
-        f" · usage {size(report.cgroup_usage_bytes, 'unknown')}"
-        if report.cgroup_version is not None
-        else "no memory cgroup"
-    )
-    quota = f" (cgroup quota {report.cpu_quota:g})" if report.cpu_quota is not None else ""
-    gpus = ", ".join(f"{g.index}: {g.name} {size(g.total_bytes, '')}".rstrip() for g in report.gpus)
-    auto_over = report.cgroup_limit_bytes is not None and report.auto_budget_bytes > report.cgroup_limit_bytes
-    rows: list[tuple[str, str, str]] = [
-        ("effective RAM", format_size(report.effective_ram_bytes), "bold"),
-        ("host MemTotal", format_size(report.host_mem_total_bytes), ""),
-        ("memory cgroup", cgroup, ""),
-        (
-            'budget "auto"',
-            f"{format_size(report.auto_budget_bytes)}  (MemTotal − 5 GiB; cgroup ignored)",
-            "bold red" if auto_over else "",
-        ),
-        ("budget recommended", format_size(report.recommended_budget_bytes), "bold green"),
-        ("memlock limit", size(report.memlock_bytes, "unlimited"), ""),
-        (
-            "max partitions",
-            f"PoRep {report.max_porep_partitions} · SnapDeals {report.max_snap_partitions} "
-            "(concurrent, under the recommended budget)",
-            "",
-        ),
-        ("bench concurrency", f"{report.suggested_bench_concurrency} PoRep proofs in flight", ""),
-        ("CPUs", f"{report.cpus}{quota}", ""),
-        ("GPUs", f"{report.gpu_state}" + (f": {gpus}" if gpus else ""), ""),
-    ]
+    styles = {
+        "effective RAM": "bold",
+        'budget "auto"': "bold red" if report.auto_overshoots_cgroup else "",
+        "budget recommended": "bold green",
+    }
+    rows = [(label, value, styles.get(label, "")) for label, value in report.fact_rows()]
     text = Text()
     for label, value, style in rows:
         text.append(f"{label:<20}", style="dim")
