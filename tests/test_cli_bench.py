@@ -79,6 +79,9 @@ def test_a_quick_engine_bench_prints_the_json_summary(tmp_path: Path) -> None:
     assert f"time_scale = {TEST_TIME_SCALE}" in config and f"unix://{session}" in config
     finished = [e for e in iter_session_events(session) if isinstance(e, ev.ProofFinished)]
     assert len(finished) == 3
+    meta = json.loads((session / "meta.json").read_text())
+    assert meta["mode"] == "engine" and meta["host"]
+    assert meta["memcheck"]["effective_ram_bytes"] > 0 and "gpu_state" in meta["memcheck"]
 
 
 def test_the_text_summary_follows_cuzk_bench(tmp_path: Path) -> None:

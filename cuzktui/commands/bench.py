@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
@@ -31,6 +32,7 @@ from ..bench import (
 )
 from ..config import ConfigError, build_config, load_config_or_default, save_atomic
 from ..knobs import TomlValue
+from ..planner import gather_report
 from ..session import SessionWriter
 from ..supervisor import DaemonProgram, DaemonStartError, Supervisor, SupervisorError, choose_program, config_addresses
 from ..units import UnitError, parse_size
@@ -174,7 +176,12 @@ def run_bench(args: argparse.Namespace) -> int:
         plan = dataclasses.replace(
             plan, config_text=set_config_value(plan.config_text, "daemon", "listen", _listen_address(session))
         )
-    session.write_meta({"mode": plan.program.mode, "bench_argv": sys.argv, "bench_pid": os.getpid()})
+    meta: dict[str, object] = {"mode": plan.program.mode, "bench_argv": sys.argv, "bench_pid": os.getpid()}
+    if "memcheck" not in session.read_meta():
+        # The machine the figures came from (host RAM, cgroup, GPUs) belongs with them.
+        with contextlib.suppress(OSError, ValueError):
+            meta["memcheck"] = gather_report().to_json()
+    session.write_meta(meta)
     try:
         outcome = asyncio.run(_run(plan, session))
     finally:
