@@ -5,9 +5,12 @@ as a box of that RAM: ``total_budget`` = RAM − 5 GiB (what ``auto`` would give
 ``max_parallel_synthesis`` and ``gpu_workers_per_device``, one GPU, all proofs queued at once.
 It prints seconds per proof in steady state (completions after the warm-up, which pays the SRS
 load and PCE extraction) and peak memory in nominal GiB, both from the model's own accounting and
-from the measured real RSS ÷ memory_scale, beside the documented figures.
+from the measured real RSS ÷ memory_scale, beside the documented figures. A sampler records every
+model second how many partitions are in each phase (reserved and waiting in the dispatch channel,
+synthesizing, parked for the GPU, in the GPU holding a/b/c, after prove start until finalize) and
+the table shows that split at the highest sample; ``--trace`` prints the whole series per tier.
 
-    .venv/bin/python benchmarks/engine_tiers.py [--proofs 6] [--time-scale 0.02] [--memory-scale 0.0009765625]
+    .venv/bin/python benchmarks/engine_tiers.py [--proofs 6] [--time-scale 0.02] [--memory-scale 0.0009765625] [--trace]
 """
 
 from __future__ import annotations
@@ -32,6 +35,28 @@ from engine.pipeline import Engine
 from engine.tracing import EnvFilter, Logger
 
 WARMUP = 2  # completions skipped: the first proof pays the SRS load and the PCE extraction
+PHASES = ("chan", "syn", "park", "gpu", "fin")
+EXPLANATION = """\
+What the model holds (engine/pipeline.py, engine/srs.py docstrings; reference §6.2, §6.4):
+  * budget: the dispatcher reserves 14 GiB per partition, then sends it into a channel of capacity
+    synth_worker_count (the daemon's bounded mpsc channel): partitions waiting there ("chan") hold
+    a reservation but no memory;
+  * a synthesizing partition ("syn") maps its a/b/c + aux as the synthesis progresses, up to the
+    measured 16 GiB (12 + 4); parked for the GPU ("park") and in the GPU before prove start returns
+    ("gpu") 16 GiB; after prove start until finalize ("fin") the 4 GiB aux;
+  * base: SRS 44 GiB + PCE 25.7 GiB; the PCE extraction's 14 GiB working set is resident only while
+    the extraction runs (the budget keeps its transient reservation until the PCE is cached).
+The documented peaks fit 69 + 20 GiB x max_parallel_synthesis (109, 209, 269, 309) except 512 GiB
+(373, 64 GiB above that fit at the same 12 syntheses). In the model the GPU keeps up on average at
+every tier, but the partitions synthesize in waves (all workers start together and finish within
+the jitter), so at each wave's end about max_parallel_synthesis partitions sit at 16 GiB and the
+GPU drains them one by one while the next wave grows: peak ~ base + 16 GiB x workers, plus what
+is still parked from the previous wave. What is not modelled: the pinned pool (reference §6.6:
+after the first synthesis a/b/c live in page-locked buffers checked out at synthesis start and
+kept by the pool after use, outside the budget); the engine emulates the unpinned path
+(is_pinned=false). It would raise the peaks, most where the budget lets more partitions hold
+a/b/c at once, which is the likeliest reason for the 512 GiB figure; the documented tiers were
+also measured with an older build (partition_workers naming, reference §11.1, §11.17)."""
 
 
 def vm_hwm_bytes() -> int:
@@ -66,14 +91,55 @@ async def run_tier(
         engine.submit(ProofRequest(f"porep-1000-{n}", ProofKind.POREP_SEAL_COMMIT, vanilla_proof=b"{}"))[0]
         for n in range(proofs)
     ]
+    started = time.monotonic()
+    samples: list[dict[str, float]] = []
+    sampler = asyncio.ensure_future(sample_phases(engine, started, time_scale, samples))
     finished: list[float] = []
     for job in jobs:
         await job.future
         finished.append(time.monotonic())
+    sampler.cancel()
     await engine.aclose()
     steady = (finished[-1] - finished[WARMUP - 1]) / (proofs - WARMUP) / time_scale
     measured_peak = (vm_hwm_bytes() - baseline_rss) / scale
-    return {"s_per_proof": steady, "model_peak": engine.arena.peak_nominal, "rss_peak": measured_peak}
+    return {
+        "s_per_proof": steady,
+        "model_peak": engine.arena.peak_nominal,
+        "rss_peak": measured_peak,
+        "samples": samples,
+    }
+
+
+def phase_counts(engine: Engine) -> dict[str, float]:
+    """Partitions per phase, from the engine's own counters (the daemon's buffer flight counters)."""
+    parked = len(engine.gpu_queue)
+    holding_abc = engine.buffers["provers"]  # synthesized, a/b/c not freed yet: parked + in the GPU
+    pending = engine.buffers["pending"]  # prove started, not finalized (includes those still holding a/b/c)
+    in_gpu = holding_abc - parked
+    return {
+        "chan": engine.channel_waiting,
+        "syn": engine.synth_active,
+        "park": parked,
+        "gpu": in_gpu,
+        "fin": pending - in_gpu,
+        "extracting": len(engine.residency.extractions),
+        "mem_gib": engine.arena.nominal_in_use / GiB,
+        "budget_gib": engine.budget.used / GiB,
+    }
+
+
+async def sample_phases(engine: Engine, started: float, time_scale: float, out: list[dict[str, float]]) -> None:
+    """One sample per model second, plus one at every new high of the model's memory."""
+    next_regular = 0.0
+    high = -1.0
+    while True:
+        now = (time.monotonic() - started) / time_scale
+        counts = phase_counts(engine)
+        if now >= next_regular or counts["mem_gib"] > high:
+            out.append({"t": now, **counts})
+            next_regular = max(next_regular, now) + 1.0
+            high = max(high, counts["mem_gib"])
+        await asyncio.sleep(time_scale / 20)
 
 
 def main() -> None:
@@ -81,6 +147,7 @@ def main() -> None:
     parser.add_argument("--proofs", type=int, default=6)
     parser.add_argument("--time-scale", type=float, default=0.02)
     parser.add_argument("--memory-scale", type=float, default=1 / 1024)
+    parser.add_argument("--trace", action="store_true", help="print the per-phase partition counts over time")
     parser.add_argument("--tier", type=int, help=argparse.SUPPRESS)  # child mode: one tier, JSON on stdout
     args = parser.parse_args()
     if args.proofs <= WARMUP:
@@ -101,7 +168,8 @@ def main() -> None:
         return
     print(f"engine model vs documented RAM tiers ({args.proofs} PoRep proofs queued, steady state after {WARMUP})")
     print(f"{'tier':>8} {'mps':>4} {'gw':>3} | {'s/proof':>8} {'doc':>6} {'ratio':>6} | "
-          f"{'peak model':>10} {'peak RSS':>9} {'doc':>5} {'ratio':>6}")  # fmt: skip
+          f"{'peak model':>10} {'peak RSS':>9} {'doc':>5} {'ratio':>6} | at peak: chan/syn/park/gpu/fin")  # fmt: skip
+    traces: list[str] = []
     for tier in DOCUMENTED_TIERS:
         out = subprocess.run(
             [sys.executable, __file__, "--tier", str(tier.ram_gib), "--proofs", str(args.proofs),
@@ -111,11 +179,26 @@ def main() -> None:
         r = json.loads(out)
         model_gib, rss_gib = r["model_peak"] / GiB, r["rss_peak"] / GiB
         speed = r["s_per_proof"]
+        samples = r["samples"]
+        top = max(samples, key=lambda x: x["mem_gib"]) if samples else None
+        split = "/".join(str(int(top[k])) for k in PHASES) if top else "-"
         print(
             f"{tier.ram_gib:>5}GiB {tier.max_parallel_synthesis:>4} {tier.gpu_workers_per_device:>3} | "
             f"{speed:>8.1f} {tier.seconds_per_proof:>6.1f} {speed / tier.seconds_per_proof:>6.2f} | "
-            f"{model_gib:>10.0f} {rss_gib:>9.0f} {tier.peak_rss_gib:>5} {model_gib / tier.peak_rss_gib:>6.2f}"
+            f"{model_gib:>10.0f} {rss_gib:>9.0f} {tier.peak_rss_gib:>5} {model_gib / tier.peak_rss_gib:>6.2f} | "
+            f"{split} (t={top['t'] if top else 0:.0f} s)"
         )
+        if args.trace:
+            traces.append(f"{tier.ram_gib} GiB: t[s] chan syn park gpu fin extracting mem[GiB] budget[GiB]")
+            traces.extend(
+                f"  {x['t']:6.1f} " + " ".join(f"{int(x[k]):>3}" for k in (*PHASES, "extracting"))
+                + f" {x['mem_gib']:7.1f} {x['budget_gib']:7.1f}"
+                for x in samples
+            )  # fmt: skip
+    print()
+    print(EXPLANATION)
+    for line in traces:
+        print(line)
 
 
 if __name__ == "__main__":

@@ -2,10 +2,31 @@
 
 Scheduler queue (priority, then arrival) → batch tasks (``synthesis_concurrency``: parse, SRS,
 split into partitions, or whole-proof synthesis for monolithic kinds and PoRep batches) → one
-dispatcher admitting partitions in (job sequence, partition) order against the budget → synthesis
-workers (``synth_worker_count``) → GPU priority queue → GPU workers (``gpu_workers_per_device`` per
-GPU sharing one mutex) → finalizers. Every duration logged (``synth_ms``, TIMELINE offsets,
-``gpu_ms`` …) is real wall-clock time of the engine, i.e. the modelled time × ``time_scale``.
+dispatcher admitting partitions in (job sequence, partition) order against the budget → a bounded
+hand-off channel → synthesis workers (``synth_worker_count``) → GPU priority queue → GPU workers
+(``gpu_workers_per_device`` per GPU sharing one mutex) → finalizers. Every duration logged
+(``synth_ms``, TIMELINE offsets, ``gpu_ms`` …) is real wall-clock time of the engine, i.e. the
+modelled time × ``time_scale``.
+
+Memory of a partition (reference §6.2, §6.4; real memory in :class:`~engine.memory.Arena`):
+
+* Dispatch: the dispatcher reserves the kind's "full" amount (PoRep 14 GiB) and then sends the
+  partition into a channel of capacity ``synth_worker_count`` (the daemon's
+  ``mpsc::channel(synth_worker_count)``), blocking while it is full. So up to
+  ``synth_worker_count`` + 1 partitions can hold a reservation while waiting for a worker; they
+  are budget only, no RSS.
+* Synthesis: the a/b/c vectors and the aux witness are filled constraint by constraint, so the
+  partition's resident memory grows with the synthesis' progress (``GROWTH_STEPS`` equal steps,
+  each mapped at the start of its share of the work) to the measured ≈ 16 GiB of a synthesized
+  PoRep partition (a/b/c ≈ 12 GiB + aux ≈ 4 GiB). There is no extra scratch on top: the
+  reference's per-partition measurements are 16 GiB synthesized and 4 GiB after the a/b/c free;
+  the "20 GiB per concurrent partition" of §3.10 is a whole-daemon fit over the documented
+  tiers (it also covers partitions parked for the GPU, in the GPU and in the finalizer), not the
+  footprint of one synthesis, so charging it per synthesis would count the parked ones twice.
+* Parked for the GPU: 16 GiB until the prove-start call returns, then the a/b/c go (−12 GiB,
+  reservation −13 GiB); the aux (4 GiB) and the last 1 GiB of reservation go at finalize.
+
+Other kinds scale those figures by their reservation relative to PoRep's 14 GiB.
 
 Deliberate difference: monolithic items get their own GPU queue keys instead of the daemon's
 shared (0, 0) key, whose collisions silently lose jobs (reference §11.18).
@@ -24,7 +45,6 @@ from typing import Final
 
 from cuzktui.daemon_facts import (
     DEFAULT_MAX_PARALLEL_SYNTHESIS,
-    MEASURED_RSS_PER_PARTITION,
     PARTITION_BUDGET_UNIT,
     PARTITION_RSS_AFTER_ABC_FREE,
     SYNTHESIZED_PARTITION_RSS,
@@ -63,6 +83,7 @@ PROVE_VRAM: Final = 8 * GiB
 COMPLETED_RETENTION_S: Final = 30.0  # /status keeps finished pipelines this long (real seconds)
 DURATION_WINDOW: Final = 1000  # GetMetrics summarises the last ≤1000 completions
 DEFAULT_MEM_TOTAL: Final = 256 * GiB  # what "auto" assumes when /proc/meminfo is unreadable
+GROWTH_STEPS: Final = 8  # a synthesis maps its memory in this many steps as it progresses
 LABELS: Final = {
     ProofKind.POREP_SEAL_COMMIT: "PoRep",
     ProofKind.SNAP_DEALS_UPDATE: "SnapDeals",
@@ -103,15 +124,13 @@ def budget_total(config: Config) -> int:
 class RssShape:
     """Real memory of one synthesized circuit (measured figures, scaled by the kind's reservation)."""
 
-    scratch: int  # freed when synthesis ends (peak 20 GiB → 16 GiB for PoRep)
-    abc: int  # freed when the GPU prove starts (16 → 4)
-    aux: int  # freed at finalize
+    abc: int  # grown during synthesis, freed when the GPU prove start returns (PoRep 16 → 4 GiB)
+    aux: int  # grown during synthesis, freed at finalize
 
     @classmethod
     def of(cls, facts: KindFacts) -> RssShape:
         ratio = facts.full_reservation / PARTITION_BUDGET_UNIT
         return cls(
-            int((MEASURED_RSS_PER_PARTITION - SYNTHESIZED_PARTITION_RSS) * ratio),
             int((SYNTHESIZED_PARTITION_RSS - PARTITION_RSS_AFTER_ABC_FREE) * ratio),
             int(PARTITION_RSS_AFTER_ABC_FREE * ratio),
         )
@@ -196,7 +215,8 @@ class Engine:
         self._gpu_first_prove: set[int] = set()
         self._arrivals = itertools.count()
         self._job_seqs = itertools.count()
-        self._free_synth_workers = asyncio.Semaphore(self.synth_worker_count)
+        # The dispatcher → synthesis worker channel, bounded at synth_worker_count like the daemon's.
+        self._channel_slots = asyncio.Semaphore(self.synth_worker_count)
         self._handoff: ClosableQueue[tuple[Job, Partition, Reservation]] = ClosableQueue()
         self._tasks: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[None]] = set()
@@ -461,11 +481,22 @@ class Engine:
                     ("partition", part.index),
                 )
                 continue
-            await self._free_synth_workers.acquire()
+            # Reserve first, then send into the bounded channel (blocking while it is full): the
+            # reservation is held while the partition waits for a worker, its memory is not.
             reservation = await self.budget.acquire(job.facts.full_reservation)
-            if self.pacer is not None:
-                await self.pacer.before_dispatch()
+            try:
+                if self.pacer is not None:
+                    await self.pacer.before_dispatch()
+                await self._channel_slots.acquire()
+            except asyncio.CancelledError:
+                reservation.release()
+                raise
             self._handoff.push(0, (job, part, reservation))
+
+    @property
+    def channel_waiting(self) -> int:
+        """Partitions reserved and handed off, waiting for a synthesis worker."""
+        return len(self._handoff)
 
     async def _synth_worker(self, sw_id: int) -> None:
         while True:
@@ -473,13 +504,32 @@ class Engine:
             if entry is None:
                 self.log.info(tracing.ENGINE, "synthesis worker received shutdown", ("sw_id", sw_id))
                 return
-            try:
-                await self._synthesize(*entry)
-            finally:
-                self._free_synth_workers.release()
+            self._channel_slots.release()
+            await self._synthesize(*entry)
 
     def _jittered(self, seconds: float) -> float:
         return seconds * (1 + self.rng.uniform(-timemodel.JITTER, timemodel.JITTER))
+
+    async def _grow_synthesis(self, seconds: float, shape: RssShape, circuits: int) -> tuple[list[Block], list[Block]]:
+        """Runs ``circuits`` syntheses of ``seconds`` (jittered) side by side while their a/b/c and
+        aux memory grows with the progress: each of ``GROWTH_STEPS`` steps maps its share at the
+        start of its share of the work (so the mapping overlaps the modelled time, and the model
+        never lags the real growth by more than one step). Returns the (abc, aux) blocks."""
+        work = self._jittered(seconds) / GROWTH_STEPS
+        abc: list[Block] = []
+        aux: list[Block] = []
+        for step in range(GROWTH_STEPS):
+            last = step == GROWTH_STEPS - 1
+            sizes = [
+                total - (GROWTH_STEPS - 1) * (total // GROWTH_STEPS) if last else total // GROWTH_STEPS
+                for total in (shape.abc * circuits, shape.aux * circuits)
+            ]
+            mapping = asyncio.gather(*(self.arena.alloc(size) for size in sizes))
+            await asyncio.gather(*(self.pool.run(work) for _ in range(circuits)))
+            abc_block, aux_block = await mapping
+            abc.append(abc_block)
+            aux.append(aux_block)
+        return abc, aux
 
     async def _synthesize(self, job: Job, part: Partition, reservation: Reservation) -> None:
         facts = job.facts
@@ -517,14 +567,9 @@ class Engine:
                 ("circuit_id", facts.circuit_id),
                 span=span,
             )
-        shape = RssShape.of(facts)
         started = time.monotonic()
-        # Memory fills while the synthesis runs, so mapping it overlaps the modelled time.
-        work = asyncio.ensure_future(self.pool.run(self._jittered(timemodel.SYNTH_S[facts.kind])))
-        blocks = [await self.arena.alloc(n) for n in (shape.scratch, shape.abc, shape.aux)]
-        await work
+        abc, aux = await self._grow_synthesis(timemodel.SYNTH_S[facts.kind], RssShape.of(facts), 1)
         elapsed = time.monotonic() - started
-        blocks[0].free()
         self.synth_active -= 1
         self.buffers["synth"] -= 1
         self.buffers["provers"] += 1
@@ -568,7 +613,7 @@ class Engine:
         )
         self.log.timeline("GPU_QUEUE", job.job_id, f"partition={p}")
         part.state = PartState.SYNTH_DONE
-        item = GpuItem([job], facts, p, 1, reservation, [blocks[1]], [blocks[2]], synth_ms)
+        item = GpuItem([job], facts, p, 1, reservation, abc, aux, synth_ms)
         assert job.job_seq is not None
         self.gpu_queue.push((1, job.job_seq, p), item)
 
@@ -599,16 +644,9 @@ class Engine:
         label = LABELS[facts.kind]
         self.log.info(tracing.PIPELINE, f"building {label} circuit", ("num_sectors", len(batch)), span=synth_span)
         self.log.info(tracing.PIPELINE, f"synthesizing {label} circuits", ("num_circuits", circuits), span=synth_span)
-        shape = RssShape.of(facts)
-        scratch = [await self.arena.alloc(shape.scratch) for _ in range(circuits)]
-        abc = [await self.arena.alloc(shape.abc) for _ in range(circuits)]
-        aux = [await self.arena.alloc(shape.aux) for _ in range(circuits)]
         self.synth_active += circuits
-        work = self._jittered(timemodel.SYNTH_S[facts.kind])
-        await asyncio.gather(*(self.pool.run(work) for _ in range(circuits)))
+        abc, aux = await self._grow_synthesis(timemodel.SYNTH_S[facts.kind], RssShape.of(facts), circuits)
         self.synth_active -= circuits
-        for block in scratch:
-            block.free()
         synth_ms = ms_since(started)
         if len(batch) > 1:
             self.log.info(

@@ -2,6 +2,15 @@
 
 Reference §6.1, §6.4, §6.5. PCE is extracted in the background after the first proof of a kind
 and then kept resident, but, as in the daemon (§0.8), synthesis never uses it.
+
+Memory of an extraction: the budget holds the 14 GiB transient from before the extraction until
+the PCE is cached (after its permanent reservation and the disk save), as the daemon does. The
+real memory behind that transient is the extraction's working set (the RecordingCS run over one
+circuit); it lives only while the extraction runs: ``extract_precompiled_circuit`` returns the
+PCE and drops the recording constraint system before ``PceCache::insert_blocking`` acquires the
+permanent amount and writes the file. So the engine frees the working set when the extraction
+returns and maps the PCE (its in-memory size) then; the two never overlap, and the budget
+reservation outlives the real memory by the save.
 """
 
 from __future__ import annotations
@@ -184,6 +193,7 @@ class Residency:
         try:
             started = time.monotonic()
             await self.pool.run(timemodel.PCE_EXTRACT_S)
+            scratch.free()  # the recording constraint system is dropped as the extraction returns
             extract_ms = int((time.monotonic() - started) * 1000)
             constraints = CONSTRAINTS[facts.kind]
             self.log.info(
