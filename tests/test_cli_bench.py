@@ -104,8 +104,9 @@ def test_an_oom_kill_in_a_1gib_cgroup_lowers_the_budget_and_every_proof_complete
     memory_cgroup_or_skip()
     session = tmp_path / "session"
     config = tmp_path / "box.toml"
-    # A 256 GiB box (engine units) with the daemon's defaults: "auto" budget, 18 parallel syntheses.
-    config.write_text('[engine]\nmem_total = "256GiB"\n[memory]\ntotal_budget = "auto"\n')
+    # A 256 GiB container (1 GiB real at 1/256) on a 512 GiB host, with the daemon's defaults: the
+    # "auto" budget reads the host's MemTotal (the classic trap), 18 parallel syntheses.
+    config.write_text('[engine]\nmem_total = "512GiB"\n[memory]\ntotal_budget = "auto"\n')
     done = _bench(
         "--engine", "--config", str(config), "--memory-limit", "1GiB", "--kind", "porep", "--count", "12",
         "--concurrency", "6", "--json", "--session", str(session),

@@ -186,8 +186,9 @@ async def test_oom_kill_in_a_memory_cgroup_is_diagnosed(tmp_path: Path) -> None:
     supervisor = Supervisor(
         session, engine_program(), listen=f"unix://{tmp_path}/d.sock", memory_limit=1 * GiB, start_timeout=60
     )
+    # A 256 GiB container on a 512 GiB host: "auto" budgets the host's RAM, as the daemon does.
     config = engine_config_text(
-        engine={"mem_total": "256GiB"},
+        engine={"mem_total": "512GiB"},
         memory={"total_budget": "auto"},
         pipeline={"max_parallel_synthesis": 18},
     )
