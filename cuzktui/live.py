@@ -213,6 +213,9 @@ class LiveController:
         report = await asyncio.to_thread(gather_report)
         if self.session is not None:
             self.session.write_meta({"memcheck": report.to_json()})
+        program = self.options.program
+        if program is not None and program.mode == "engine":
+            return  # the engine emulates another box: this machine's memory warnings do not apply to it
         for warning in report.warnings:
             self._notice("warning", warning)
 
@@ -225,9 +228,18 @@ class LiveController:
         memory = self._memory
         if memory is not None and self.daemon_running():
             memory.set_budget(*self._budget)
-            samples.extend(memory.sample())
+            samples.extend(self._engine_view(sample) for sample in memory.sample())
         samples.extend(self._gpu.sample())
         return samples
+
+    def _engine_view(self, sample: ev.ObservedEvent) -> ev.ObservedEvent:
+        """An engine outside a cgroup of its own shares this machine's: that usage, scaled up to the
+        emulated box, would mean nothing (a 24 GiB laptop container read as a 6 TiB box), so drop it."""
+        s = self.supervisor
+        emulated = self.options.program is not None and self.options.program.mode == "engine"
+        if emulated and s is not None and s.cgroup is None and isinstance(sample, ev.MemorySample):
+            return replace(sample, cgroup_usage_bytes=None, cgroup_limit_bytes=None)
+        return sample
 
     async def _poll_status_loop(self) -> None:
         """The daemon's /status (budget, pipeline now) and, without NVML, its reported VRAM."""
