@@ -549,21 +549,27 @@ class Timeline:
                 first = last
             if first is None:
                 continue
-            open_end = last if job.status != "running" and last is not None else float("inf")
-            if (end is None or first <= end) and (start is None or open_end >= start):
+            stop = last if job.status != "running" and last is not None else float("inf")
+            if (end is None or first <= end) and (start is None or stop >= start):
                 selected.append(job)
         selected.sort(key=_job_order)
         return selected
 
-    def _open_end(self, p: Partition, now: float | None) -> float:
-        """Where a lane interval without GPU_END stops: job end, run end, or now."""
-        if p.gpu_end is not None:
-            return p.gpu_end
-        if p.job.finished_at is not None:
-            return p.job.finished_at
-        segment = self._segments[p.job.segment]
+    def open_end(self, item: Partition | Job, now: float | None) -> float:
+        """Where an interval without an end stops: a partition's GPU_END, else its job's end, its
+        daemon run's end (a run that ended), or ``now`` while both still run."""
+        partition = item if isinstance(item, Partition) else None
+        job = item.job if isinstance(item, Partition) else item
+        if partition is not None and partition.gpu_end is not None:
+            return partition.gpu_end
+        if job.finished_at is not None:
+            return job.finished_at
+        segment = self._segments[job.segment]
         if segment.ended or now is None:
-            return segment.last_time if segment.last_time is not None else p.lane_start or 0.0
+            if segment.last_time is not None:
+                return segment.last_time
+            start = partition.lane_start if partition is not None else job.first_time
+            return start or 0.0
         return now
 
     def lanes(self, start: float | None = None, end: float | None = None) -> dict[int, list[LaneEntry]]:
@@ -577,7 +583,7 @@ class Timeline:
                     continue
                 if end is not None and lane_start > end:
                     break
-                stop = self._open_end(p, end)
+                stop = self.open_end(p, end)
                 if start is not None and stop < start:
                     continue
                 entries.append(LaneEntry(lane_start, p.gpu_end, p.job.segment, p.job.job_id, p.index))
@@ -592,7 +598,7 @@ class Timeline:
                 continue
             if p.lane_start > end:
                 break
-            a, b = max(p.lane_start, start), min(self._open_end(p, end), end)
+            a, b = max(p.lane_start, start), min(self.open_end(p, end), end)
             if b <= a:
                 continue
             if merged and a <= merged[-1][1]:

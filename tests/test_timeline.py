@@ -124,6 +124,29 @@ def test_lanes_per_worker(fed: Timeline) -> None:
     assert [(e.segment, e.job_id) for e in later[0]] == [(1, "porep-1000-3")]
 
 
+def test_open_end_of_partitions_and_jobs() -> None:
+    timeline = Timeline()
+    events: list[LogEvent] = [
+        EngineStarted(1000.0),
+        tl_event(0, "SYNTH_START", "a", partition=0),
+        tl_event(0, "SYNTH_START", "a", partition=1),
+        tl_event(1000, "GPU_PICKUP", "a", worker=0, partition=0),
+        tl_event(1000, "GPU_START", "a", worker=0, partition=0),
+        tl_event(3000, "GPU_END", "a", worker=0, partition=0, gpu_ms=2000),
+    ]
+    for event in events:
+        timeline.apply(event)
+    job = timeline.job(0, "a")
+    assert job is not None
+    p0, p1 = job.partitions[0], job.partitions[1]
+    assert timeline.open_end(p0, 1010.0) == 1003.0  # its GPU_END
+    assert timeline.open_end(p1, 1010.0) == 1010.0  # still running: now
+    assert timeline.open_end(job, None) == 1003.0  # no now: the run's last event
+    timeline.apply(EngineStarted(1020.0))  # the daemon restarted: the job ended with its run
+    assert job.status == "incomplete"
+    assert timeline.open_end(p1, 1030.0) == timeline.open_end(job, 1030.0) == 1003.0
+
+
 def test_busy_fraction_and_idle_gaps(fed: Timeline) -> None:
     assert fed.busy_fraction(RUN1 + 3, RUN1 + 13) == {0: approx(0.65), 1: approx(0.6)}
     assert fed.idle_gaps(1, RUN1 + 3, RUN1 + 13) == [(RUN1 + 3, RUN1 + 6.5), (RUN1 + 12.5, RUN1 + 13)]

@@ -1,21 +1,30 @@
-"""A deterministic session and fake controllers for the app's pilot and snapshot tests.
+"""Fakes for every UI test: a fixed session, a fake controller, a one-screen app, fixed data.
 
 :func:`scenario` builds one fixed event stream (no clock anywhere): a cuzk-engine launched under
 a 64 GiB cgroup limit with a 58 GiB budget, PoRep jobs of 4 partitions flowing through 4
 synthesis workers and 2 GPU workers, RSS climbing into an OOM kill, a restart, the resubmitted
 job completing in the second daemon run, GPU samples, GPU_TIMING / CUZK_TIMING lines and a few
-notices. The benchmark script reuses it (``sample_every=1``) as a live feed.
+notices. The benchmark script reuses it (``sample_every=1``) as a live feed. :class:`ScreenApp`
+pushes one screen on a plain app (the screens' own tests), with :func:`bench_events` and
+:func:`memcheck_report` as their data. No clock anywhere: snapshots stay the same.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from textual.app import App
+from textual.screen import Screen
+
 from cuzktui import events as ev
+from cuzktui.config import ConfigDocument
 from cuzktui.controller import BenchRequest, Identity
 from cuzktui.model import SessionModel
+from cuzktui.planner import MemcheckReport, make_report
+from cuzktui.samplers import GpuDevice
+from cuzktui.system import CgroupMemory
 from cuzktui.units import GiB
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
@@ -171,24 +180,45 @@ def build_model(events: list[Timed], until: float | None = None) -> SessionModel
 
 
 class FakeController:
-    """A controller over a fixed model; tests flip its running flags and inject failures."""
+    """A controller over a model (a fresh one by default) that records what the UI asks for.
+
+    Tests flip its running flags, inject failures (``start_error``, ``poll_error``,
+    ``apply_error``), move the model mid-apply (``on_apply``), or hand it a ``feed`` that each
+    poll applies ``feed_step`` seconds of. ``running`` None: the daemon runs while the model says
+    it is ready.
+    """
 
     def __init__(
         self,
         model: SessionModel | None = None,
         *,
-        mode: str = "engine",
+        mode: str | None = None,
         title: str = "cuzk-engine (embedded emulator)",
-        running: bool = True,
+        running: bool | None = None,
         feed: list[Timed] | None = None,
         feed_step: float = 1.0,
+        session_dir: Path | None = None,
+        read_only: bool = False,
+        config: Mapping[str, Any] | None = None,
     ) -> None:
         self.model = model if model is not None else SessionModel()
-        self._identity = Identity(mode, title, Path("/srv/cuzk/session"))  # type: ignore[arg-type]
+        mode = mode or ("replay" if read_only else "engine")
+        self._identity = Identity(mode, title, session_dir)  # type: ignore[arg-type]
+        self._read_only = read_only
         self.daemon_is_running = running
         self.bench_is_running = False
+        doc = ConfigDocument()
+        for name, value in (config or {}).items():
+            section, _, key = name.partition(".")
+            doc.set(section, key, value)
+        self.values: dict[str, Any] = doc.effective()
+        self.applied: list[dict[str, Any]] = []
+        self.benches: list[BenchRequest] = []
+        self.cancelled = 0
         self.start_error: Exception | None = None
         self.poll_error: Exception | None = None
+        self.apply_error: Exception | None = None
+        self.on_apply: Callable[[FakeController], None] | None = None
         self.polls = 0
         self.shutdowns: list[bool] = []
         # A live feed: each poll applies the next ``feed_step`` seconds of ``feed``.
@@ -202,7 +232,7 @@ class FakeController:
 
     @property
     def read_only(self) -> bool:
-        return False
+        return self._read_only
 
     async def start(self) -> None:
         if self.start_error is not None:
@@ -219,24 +249,33 @@ class FakeController:
         return changed
 
     def config_values(self) -> dict[str, Any]:
-        return {}
+        return dict(self.values)
 
     def config_path(self) -> Path | None:
-        return Path("/srv/cuzk/cuzk.toml")
+        return Path("/etc/cuzk/cuzk.toml")
 
     async def apply_config(self, changes: Mapping[str, Any]) -> None:
-        pass
+        if self.on_apply is not None:
+            self.on_apply(self)
+        if self.apply_error is not None:
+            raise self.apply_error
+        self.applied.append(dict(changes))
+        self.values.update(changes)
 
     async def start_bench(self, request: BenchRequest) -> None:
+        self.benches.append(request)
         self.bench_is_running = True
 
     async def cancel_bench(self) -> None:
+        self.cancelled += 1
         self.bench_is_running = False
 
     async def stop_daemon(self) -> None:
         self.daemon_is_running = False
 
     def daemon_running(self) -> bool:
+        if self.daemon_is_running is None:
+            return self.model.daemon.phase == "ready"
         return self.daemon_is_running
 
     def bench_running(self) -> bool:
@@ -250,14 +289,10 @@ class FakeReplay(FakeController):
     """A read-only controller with a replay clock that never moves on its own."""
 
     def __init__(self, model: SessionModel) -> None:
-        super().__init__(model, mode="replay", title="replay of /srv/cuzk/session", running=False)
+        super().__init__(model, title="replay of /srv/cuzk/session", running=False, read_only=True)
         self.cursor_t: float | None = model.last_t
         self.speed = 10.0
         self.playing = False
-
-    @property
-    def read_only(self) -> bool:
-        return True
 
     @property
     def span(self) -> tuple[float, float] | None:
@@ -273,3 +308,51 @@ class FakeReplay(FakeController):
 
     def pause(self) -> None:
         self.playing = False
+
+
+class ScreenApp(App[None]):
+    """Pushes one screen built by ``make`` (the real app registers screens by name)."""
+
+    def __init__(self, make: Callable[[], Screen[None]], name: str = "screen") -> None:
+        super().__init__()
+        self.make = make
+        self.screen_name = name
+
+    def on_mount(self) -> None:
+        self.install_screen(self.make(), self.screen_name)
+        self.push_screen(self.screen_name)
+
+
+def bench_events(bench_id: str = "b1") -> list[ev.Event]:
+    """A PoRep benchmark of 4 proofs, concurrency 2, with one OOM kill and a restart in the middle."""
+    t = T0
+    events: list[ev.Event] = [ev.BenchStarted(t, bench_id, "porep", 4, 2, 3)]
+    for i in (1, 2):
+        events.append(ev.ProofSubmitted(t + i, bench_id, f"porep-{i}", "porep"))
+    events.append(
+        ev.ProofFinished(t + 95, bench_id, "porep-1", "porep", "COMPLETED", "", 31_211, 29_400, 36_950, 88_400, 94_000)
+    )
+    events.append(ev.ProofFinished(t + 120, bench_id, "porep-2", "porep", "LOST", "broken pipe", wall_ms=119_000))
+    events.append(
+        ev.BenchRestart(
+            t + 121, bench_id, 1, "oom_kill", ("exit status 137", "memory.oom_control oom_kill 1"), "150GiB", 2
+        )
+    )
+    events.append(
+        ev.ProofFinished(t + 220, bench_id, "porep-3", "porep", "COMPLETED", "", 1_200, 30_100, 37_300, 70_100, 99_000)
+    )
+    return events
+
+
+def memcheck_report() -> MemcheckReport:
+    """A container with a 256 GiB cgroup limit on a 1 TiB host, one GPU, a small memlock limit."""
+    return make_report(
+        host_mem_total_bytes=1024 * GiB,
+        cgroup=CgroupMemory(1, Path("/docker/abc"), 256 * GiB, 12 * GiB, 0),
+        memlock_bytes=64 * 1024 * 1024,
+        cpus=64,
+        cpu_quota=None,
+        gpus=[GpuDevice(0, "NVIDIA RTX 5090", 32 * GiB)],
+        gpu_state="nvml",
+        listen_addresses=["0.0.0.0:9820"],
+    )

@@ -1,21 +1,26 @@
-"""Pilot tests of CuzkApp: start, screen keys, the quit dialog, errors, polling, palette, replay, themes."""
+"""Pilot tests of CuzkApp: start, screen keys, the quit dialog, errors, polling, palette, replay, themes,
+the dashboard's proof counts and the waterfall's stepped live window."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import settle
-from fakes import FakeController, FakeReplay, Timed, build_model
+from fakes import RESTART_AT, T0, FakeController, FakeReplay, Timed, build_model
+from textual.geometry import Region
 
+from cuzktui import events as ev
 from cuzktui.model import SessionModel
 from cuzktui.ui.app import SCREENS, ActionsProvider, CuzkApp, QuitScreen
 from cuzktui.ui.screens.dashboard import DashboardScreen
 from cuzktui.ui.theme import Palette, ThemeFileError, bundled_themes, load_theme
-from cuzktui.ui.widgets.charts import Chart
-from cuzktui.ui.widgets.panels import Panel
-from cuzktui.ui.widgets.waterfall import WaterfallView
+from cuzktui.ui.widgets.charts import Chart, format_duration
+from cuzktui.ui.widgets.panels import Panel, pipeline_content
+from cuzktui.ui.widgets.waterfall import WaterfallView, lane_detail
+from cuzktui.units import GiB
 
 
 def make_app(fake: FakeController, **options: object) -> CuzkApp:
@@ -320,3 +325,92 @@ async def test_waterfall_strips_are_cached_until_the_timeline_moves(events: list
             model.apply(event)
         app.refresh_visible()
         assert view.render_line(3) is not first
+
+
+def test_proofs_line_counts_every_daemon_run_after_a_restart(events: list[Timed]) -> None:
+    # Run 1 completed two proofs, then the daemon was relaunched: its /status counts from 0 again.
+    model = build_model(events, until=RESTART_AT + 20)
+    now = T0 + RESTART_AT + 20
+    model.apply(ev.StatusSnapshot(now, 5.0, 58 * GiB, 0, 0, 0, 2, 0, 0, 0))
+    assert len(model.timeline.segments) == 2 and model.status is not None
+    text = pipeline_content(model).plain
+    assert "Proofs 2 done · 0 failed" in text
+    # The rate counts those same proofs over the session so far (engine start → now), and says so.
+    span = now - (T0 + 1)
+    assert f"{2 * 3600 / span:.1f}/h (last {format_duration(span)})" in text
+    assert "run 2: 0" in text
+    # The whole scenario: 2 + 3 proofs over all of its 299 s (shorter than the 10-minute window).
+    text = pipeline_content(build_model(events)).plain
+    assert "Proofs 5 done" in text and f"{5 * 3600 / 299:.1f}/h (last 4m59s)" in text and "run 2: 3" in text
+    assert "Bench  porep 5/5 · 1 restart · 62.9/h · concurrency 2" in text  # the bench's own rate
+
+
+async def test_live_waterfall_window_grows_in_steps_and_repaints_only_changed_lines(events: list[Timed]) -> None:
+    model = build_model(events, until=200)
+    app = make_app(FakeController(model))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await pilot.pause()
+        view = app.screen.query_one(WaterfallView)
+        window = view.window()
+        assert window == (T0 + 1, T0 + 1 + 300)  # 199 s of session: a 5-minute axis
+        painted: list[tuple[Region, ...]] = []
+        original = view.refresh
+
+        def recording(*regions: Region, **kwargs: Any) -> Any:
+            painted.append(regions)
+            return original(*regions, **kwargs)
+
+        view.refresh = recording  # type: ignore[method-assign]
+        for t, event in events:
+            if T0 + 200 < t <= T0 + 212:
+                model.apply(event)
+        app.refresh_visible()
+        assert view.window() == window  # the axis did not move
+        assert painted and all(len(regions) == 1 and regions[0].height == 1 for regions in painted)
+        running = {
+            y
+            for y in range(1, view.size.height)
+            if (row := view.rows[y - 1 + int(view.scroll_y)] if y - 1 < len(view.rows) else None) is not None
+            and row.job is not None
+            and row.job.status == "running"
+        }
+        assert {regions[0].y for regions in painted} <= running  # only the bars of running jobs grew
+        # Zoomed in and live, the window jumps a quarter of its width, not every second.
+        await pilot.press("plus")
+        zoomed = view.window()
+        assert zoomed is not None
+        model.apply(ev.Notice(T0 + 213, "info", "a second later"))
+        assert view.window() == zoomed
+
+
+async def test_lane_bars_name_each_hold_or_none_never_run_on(events: list[Timed]) -> None:
+    app = make_app(FakeController(build_model(events)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("2", "l")
+        await pilot.pause()
+        view = app.screen.query_one(WaterfallView)
+        bars = view.render_line(1).text[view.label_width :]
+        # Worker 0 proves job 1's p0 then p2 back to back: an edge between, no "1/p01/p2".
+        holds = [hold for hold in bars.replace("·", " ").split() for hold in hold.split("▏") if hold]
+        assert holds and all(hold in {"p0", "p1", "p2", "p3"} or "/p" in hold for hold in holds)
+        assert all(hold.count("/") <= 1 for hold in holds)
+        assert "▏" in bars
+
+
+async def test_a_live_lane_leaves_the_future_blank_and_out_of_its_busy_share(events: list[Timed]) -> None:
+    model = build_model(events, until=200)
+    app = make_app(FakeController(model))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("2", "l")
+        await pilot.pause()
+        view = app.screen.query_one(WaterfallView)
+        start, end = view.window() or (0.0, 0.0)
+        columns = view.size.width - view.label_width
+        now_column = int((T0 + 200 - start) / ((end - start) / columns))
+        bars = view.render_line(1).text[view.label_width :]
+        assert "·" in bars[:now_column] and bars[now_column + 1 :].strip() == ""
+        assert "of the shown 3m19s" in lane_detail(model, 0, (start, end)).plain

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from screens_fakes import T0, FakeController, ScreenApp, bench_events
+from fakes import T0, FakeController, ScreenApp, bench_events
 from textual.widgets import DataTable, Input, ProgressBar, Select, Static
 
 from cuzktui import events as ev

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from screens_fakes import T0, FakeController, ScreenApp
+from fakes import T0, FakeController, ScreenApp
 from textual.widgets import Input, Static, Switch
 
 from cuzktui import events as ev

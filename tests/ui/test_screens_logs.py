@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from screens_fakes import FakeController, ScreenApp
+from fakes import FakeController, ScreenApp
 from test_screens_logview import human, write_log
 from textual.widgets import Static
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from screens_fakes import FakeController, ScreenApp, memcheck_report
+from fakes import FakeController, ScreenApp, memcheck_report
 from textual.widgets import DataTable, Input, Static
 
 from cuzktui.planner import MemcheckReport

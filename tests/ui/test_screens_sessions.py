@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from screens_fakes import T0, FakeController, ScreenApp, bench_events
+from fakes import T0, FakeController, ScreenApp, bench_events
 from textual.widgets import DataTable, Static
 
 from cuzktui import events as ev

@@ -16,26 +16,17 @@ from textual.widgets import Footer, Static
 from ...controller import Controller
 from ...model import GpuState, SessionModel
 from ...units import GiB, format_size
-from ..widgets.charts import Chart, ChartSpec, Line
+from ..widgets.charts import Chart, ChartSpec, Line, stepped_length
 from ..widgets.header import screen_header
 from ..widgets.panels import Panel, daemon_content, hints_content, notices_content, pipeline_content
 
 NOTICE_LINES = 4
 
 
-WINDOWS_S = (60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 86400)
-
-
 def chart_window(model: SessionModel) -> tuple[float, float]:
-    """The charts' time range: from the session's start over the next round length that holds it.
-
-    The range only grows in steps (1m, 2m, 5m …), so a new sample adds a column at the right
-    instead of shifting the whole picture (which would repaint every chart line each second).
-    """
+    """The charts' time range: from the session's start over the next round length that holds it."""
     t0 = model.first_t or 0.0
-    span = (model.last_t or t0) - t0
-    length = next((w for w in WINDOWS_S if w >= span), WINDOWS_S[-1] * (1 + int(span // WINDOWS_S[-1])))
-    return t0, t0 + length
+    return t0, t0 + stepped_length((model.last_t or t0) - t0)
 
 
 def memory_spec(model: SessionModel) -> ChartSpec:

@@ -6,8 +6,8 @@ cached until the spec, the size or the theme changes, and a new spec repaints on
 that differ (a line-API widget), so over SSH a new sample costs a column, not the chart. The
 caller replaces the spec only when its model counter moved, and the app polls once a second,
 so a chart is rebuilt at most once a second and never when idle. The time axis is elapsed
-time from ``t0``; callers keep ``t1`` fixed for a while (see ``dashboard.chart_window``) so
-the picture does not shift with every sample.
+time from ``t0``; callers keep ``t1`` fixed for a while (:func:`stepped_length`) so the
+picture does not shift with every sample.
 
 ``ascii`` draws with plain characters only (no braille, no box lines); ``NO_COLOR`` (the
 app's ``no_color``) draws without colour and tells the lines apart by their markers.
@@ -31,6 +31,17 @@ from textual.widget import Widget
 from ..theme import Palette
 
 Point = tuple[float, float]
+
+WINDOWS_S = (60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 86400)
+
+
+def stepped_length(span: float) -> float:
+    """The first round length (1m, 2m, 5m … 24h, then whole days) that holds ``span`` seconds.
+
+    A time axis that grows in such steps stays put between steps: new data adds a column at the
+    right instead of rescaling (and so repainting over SSH) everything already drawn.
+    """
+    return next((w for w in WINDOWS_S if w >= span), WINDOWS_S[-1] * (1 + int(span // WINDOWS_S[-1])))
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +237,7 @@ class Chart(Widget):
     def _plot(self, spec: ChartSpec, palette: Palette, width: int, height: int) -> Text:
         plain = self.ascii_only or palette.no_color
         figure = Figure()
+        figure._limit_size(False, False)  # plotext clips to the terminal it finds, which is not ours
         figure.plot_size(width, height)
         figure.theme("clear")
         figure.frame(False)

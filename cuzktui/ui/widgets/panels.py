@@ -8,14 +8,17 @@ model always shows the same thing.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from textual.content import Content
 from textual.widgets import Static
 
 from ... import events as ev
 from ...controller import Identity
-from ...model import SessionModel
+from ...model import BenchState, SessionModel
 from ...units import format_size
 from .charts import format_duration as duration
+from .waterfall import timeline_now
 
 _MODE_BADGE = {
     "engine": "EMULATOR",
@@ -91,10 +94,11 @@ def daemon_content(model: SessionModel, identity: Identity) -> Content:
         sizes.append(f"budget {d.budget_total_gib} GiB")
     if d.memory_limit_bytes is not None:
         sizes.append(f"limit {format_size(d.memory_limit_bytes)}")
-    if d.synth_worker_count is not None:
-        sizes.append(f"synth workers {d.synth_worker_count}")
-    if d.gpu_worker_count is not None:
-        sizes.append(f"GPU workers {d.gpu_worker_count}")
+    counts = [
+        f"{n} {what}" for n, what in ((d.synth_worker_count, "synth"), (d.gpu_worker_count, "GPU")) if n is not None
+    ]
+    if counts:
+        sizes.append(" + ".join(counts) + " workers")
     if sizes:
         parts.append(" · ".join(sizes) + "\n")
     if d.phase == "starting":
@@ -115,18 +119,20 @@ def _exit_headline(exit: ev.DaemonExited) -> str:
     return _CAUSE_TEXT.get(exit.cause, exit.cause) + (f" ({how})" if how else "")
 
 
+RATE_WINDOW_S = 600.0
+
+
 def pipeline_content(model: SessionModel) -> Content:
     """Pipeline now (from the daemon's /status, else the timeline) and throughput."""
     status = model.status
     d = model.daemon
     if status is not None:
         synth, busy, workers = status.synthesizing, status.gpu_workers_busy, status.gpu_workers_total
-        waiting, completed, failed = status.partitions_waiting_gpu, status.total_completed, status.total_failed
+        waiting = status.partitions_waiting_gpu
     else:
         now = model.timeline.pipeline_now()
         synth, busy, waiting = now.synthesizing, now.on_gpu, now.waiting_gpu
         workers = d.gpu_worker_count or 0
-        completed, failed = model.timeline.completed, model.timeline.failed
     synth_cap = f"/{d.synth_worker_count}" if d.synth_worker_count else ""
     parts: list[Part] = [("Now    ", "bold")]
     if d.phase in ("none", "dead"):
@@ -139,36 +145,76 @@ def pipeline_content(model: SessionModel) -> Content:
             " · ",
             (f"GPU {busy}/{workers} busy" if workers else f"GPU {busy} busy", "$phase-gpu"),
         ]
+    counts = proof_counts(model)
     parts += [
         ("\nProofs ", "bold"),
-        f"{completed} done · ",
-        (f"{failed} failed", "bold $error" if failed else ""),
+        f"{counts.completed} done · ",
+        (f"{counts.failed} failed", "bold $error" if counts.failed else ""),
     ]
-    rate = proofs_per_hour(model)
+    rate = session_rate(model)
     if rate is not None:
-        parts.append(f" · {rate:.1f}/h")
+        parts.append(f" · {rate[0]:.1f}/h (last {duration(rate[1])})")
+    if counts.runs > 1:
+        parts.append(f" · run {counts.runs}: {counts.run_completed}")
     bench = model.bench
     if bench is not None:
-        parts += [
-            ("\nBench  ", "bold"),
-            f"{bench.kind} {bench.completed + bench.failed}/{bench.count} at concurrency {bench.concurrency}",
-        ]
+        parts += [("\nBench  ", "bold"), f"{bench.kind} {bench.completed + bench.failed}/{bench.count}"]
         if bench.restarts:
-            parts.append((f" · {len(bench.restarts)} restart(s)", "$warning"))
+            n = len(bench.restarts)
+            parts.append((f" · {n} restart{'s' if n > 1 else ''}", "$warning"))
         if bench.finished is not None:
             parts.append(f" · {bench.finished.outcome}")
+        bench_rate = bench_per_hour(bench, model.last_t)
+        if bench_rate is not None:
+            parts.append(f" · {bench_rate:.1f}/h")
+        parts.append(f" · concurrency {bench.concurrency}")
     return Content.assemble(*parts)
 
 
-def proofs_per_hour(model: SessionModel) -> float | None:
-    """The benchmark's throughput (its own figure once finished, else completed over elapsed);
-    without a benchmark, the current daemon run's rate from the timeline."""
-    bench = model.bench
-    if bench is None:
-        return model.timeline.proofs_per_hour()
+class ProofCounts(NamedTuple):
+    completed: int  # the whole session: every daemon run
+    failed: int
+    runs: int  # daemon runs seen in the log
+    run_completed: int  # the current run
+
+
+def proof_counts(model: SessionModel) -> ProofCounts:
+    """Proofs of the whole session: the timeline's counts of the earlier daemon runs plus the
+    current run's (the daemon's /status when it counts more than the log showed, e.g. attached
+    after it started). A restarted daemon's /status starts again from 0: alone it would hide the
+    earlier runs' proofs."""
+    timeline = model.timeline
+    segments = timeline.segments
+    run_completed = segments[-1].completed if segments else 0
+    run_failed = segments[-1].failed if segments else 0
+    status = model.status
+    if status is not None:
+        run_completed = max(run_completed, status.total_completed)
+        run_failed = max(run_failed, status.total_failed)
+    earlier_completed = timeline.completed - (segments[-1].completed if segments else 0)
+    earlier_failed = timeline.failed - (segments[-1].failed if segments else 0)
+    return ProofCounts(
+        earlier_completed + run_completed, earlier_failed + run_failed, max(1, len(segments)), run_completed
+    )
+
+
+def session_rate(model: SessionModel) -> tuple[float, float] | None:
+    """(proofs per hour, over how many seconds): the completions of the last ``RATE_WINDOW_S`` of
+    the session, or of all of it when shorter, whichever daemon run they came from (so it agrees
+    with the session's count; before any completion or timeline event, None)."""
+    span = model.timeline.time_span()
+    now = timeline_now(model)
+    if span is None or now is None or not model.timeline.completed:
+        return None
+    window = min(RATE_WINDOW_S, now - span[0])
+    rate = model.timeline.proofs_per_hour(window, now) if window > 0 else None
+    return None if rate is None else (rate, window)
+
+
+def bench_per_hour(bench: BenchState, now: float | None) -> float | None:
+    """The benchmark's throughput: its own figure once finished, else completed over elapsed."""
     if bench.finished is not None:
         return bench.finished.proofs_per_hour
-    now = model.last_t
     if now is None or now <= bench.started_t or not bench.completed:
         return None
     return bench.completed * 3600.0 / (now - bench.started_t)

@@ -10,11 +10,15 @@ Two views of the same :class:`~cuzktui.timeline.Timeline`:
 * lanes: one row per GPU worker, showing which partition it proves and where it idles.
 
 The time axis follows "now" until the user pans; zoom is seconds per column, and until the
-user zooms the whole session is fitted to the width.
+user zooms the whole session is fitted to the width. Live, the window moves in steps, never
+every second: fitted, it spans the session's start over the next round length (1m, 2m, 5m …,
+as the dashboard's charts); zoomed, it jumps a quarter of its width when now reaches its right
+edge. So a poll repaints only the rows whose bars changed (over SSH, the cells that differ).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
@@ -23,7 +27,7 @@ from rich.segment import Segment as RichSegment
 from rich.style import Style
 from textual.binding import Binding, BindingType
 from textual.content import Content
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -31,7 +35,7 @@ from textual.strip import Strip
 from ...model import SessionModel
 from ...timeline import Job, Partition, Segment, Timeline
 from ..theme import Palette
-from .charts import format_duration
+from .charts import changed_span, format_duration, stepped_length
 
 Phase = Literal["synth", "queue", "gpu", "failed", "busy"]
 Interval = tuple[float, float, Phase]
@@ -74,14 +78,6 @@ def session_origin(timeline: Timeline, default: float) -> float:
     return span[0] if span is not None else default
 
 
-def open_end(timeline: Timeline, job: Job, now: float | None) -> float | None:
-    """Where an unfinished phase of this job stops: the job's end, its run's end, or now."""
-    if job.finished_at is not None:
-        return job.finished_at
-    segment = timeline.segments[job.segment]
-    return segment.last_time if segment.ended or now is None else now
-
-
 def phase_intervals(p: Partition, stop: float | None) -> list[Interval]:
     """The partition's phases as (start, end, phase); an open phase runs to ``stop``."""
     marks: list[tuple[float | None, Phase]] = [
@@ -113,9 +109,8 @@ def lane_intervals(model: SessionModel, worker: int, start: float, end: float) -
         stop = entry.end
         if stop is None:
             job = timeline.job(entry.segment, entry.job_id)
-            stop = open_end(timeline, job, now) if job is not None else entry.start
-        if stop is not None:
-            result.append((entry.start, stop, f"{short_job(entry.job_id)}/p{entry.partition}"))
+            stop = timeline.open_end(job, now) if job is not None else entry.start
+        result.append((entry.start, stop, f"{short_job(entry.job_id)}/p{entry.partition}"))
     return result
 
 
@@ -180,7 +175,7 @@ class WaterfallView(ScrollView, can_focus=True):
         self._model: SessionModel | None = None
         self._rows: list[Row] = []
         self._rows_key: tuple[int, int, bool] | None = None
-        self._strips: dict[tuple[int, bool], Strip] = {}
+        self._strips: dict[tuple[int, bool], Strip] = {}  # by (row, selected); row -1 is the axis
         self._strips_key: object = None
 
     # -- data ----------------------------------------------------------------------------------
@@ -195,10 +190,26 @@ class WaterfallView(ScrollView, can_focus=True):
             self._rows = self._build_rows(model)
             if self.selected is not None and self.selected >= len(self._rows):
                 self.selected = None
-            self.virtual_size = Size(self.size.width, len(self._rows) + 1)
+            virtual = Size(self.size.width, len(self._rows) + 1)
+            if max(virtual.height, self.virtual_size.height) <= self.size.height:
+                # All rows fit before and after: no scrollbar to update, and setting the reactive
+                # would repaint the whole view; the lines that changed are repainted below.
+                self.set_reactive(WaterfallView.virtual_size, virtual)
+            else:
+                self.virtual_size = virtual
             if self.follow and at_bottom:
                 self.scroll_end(animate=False, immediate=True)
-        self.refresh()
+        self._repaint_changed()
+
+    def _repaint_changed(self) -> None:
+        """Refresh only the visible lines, and within them the columns, that differ from the last paint."""
+        height, width = self.size.height, self.size.width
+        before = [self._strips.get(self._line_key(y)) for y in range(height)]
+        for y, old in enumerate(before):
+            new = self.render_line(y)
+            changed = (0, width) if old is None else changed_span(old, new)
+            if changed is not None:
+                self.refresh(Region(changed[0], y, changed[1] - changed[0], 1))
 
     def _build_rows(self, model: SessionModel) -> list[Row]:
         timeline = model.timeline
@@ -241,11 +252,20 @@ class WaterfallView(ScrollView, can_focus=True):
             return None
         now = timeline_now(model) or span[1]
         columns = max(1, self.size.width - self.label_width)
-        spc = self.seconds_per_column
-        if spc is None:
-            spc = max((now - span[0]) / columns, 1e-3)
-        end = now if self.follow or self.view_end is None else self.view_end
-        return end - spc * columns, end
+        live = self.follow or self.view_end is None
+        if self.seconds_per_column is None:
+            length = stepped_length(now - span[0])
+            if live:
+                return span[0], span[0] + length
+            width = length
+        else:
+            width = self.seconds_per_column * columns
+            if live:
+                step = width / 4
+                end = span[0] + math.ceil((now - span[0]) / step) * step
+                return end - width, end
+        assert self.view_end is not None
+        return self.view_end - width, self.view_end
 
     # -- actions ---------------------------------------------------------------------------------
 
@@ -323,32 +343,37 @@ class WaterfallView(ScrollView, can_focus=True):
     def _palette(self) -> Palette:
         return Palette.from_variables(self.app.theme_variables, self.app.no_color)
 
+    def _line_key(self, y: int) -> tuple[int, bool]:
+        """The strip cache's key of viewport line ``y``: (row, selected); the axis is row -1."""
+        row = -1 if y == 0 else int(self.scroll_y) + y - 1
+        return row, row == self.selected
+
     def render_line(self, y: int) -> Strip:
         window = self.window()
-        width = self.size.width
-        if window is None or self._model is None:
-            return (
-                Strip.blank(width, self.rich_style)
-                if y
-                else Strip([RichSegment("no TIMELINE events yet", Style(dim=True))])
-            )
+        now = timeline_now(self._model) if self._model is not None else None
         palette = self._palette()
-        key = (self._rows_key, window, width, palette, self.ascii_only)
+        key = (self._rows_key, window, now, self.size.width, palette, self.ascii_only)
         if key != self._strips_key:
             self._strips_key = key
             self._strips.clear()
-        row = -1 if y == 0 else int(self.scroll_y) + y - 1
+        line_key = self._line_key(y)
+        strip = self._strips.get(line_key)
+        if strip is None:
+            strip = self._line(line_key[0], window, palette)
+            self._strips[line_key] = strip
+        return strip
+
+    def _line(self, row: int, window: tuple[float, float] | None, palette: Palette) -> Strip:
+        width = self.size.width
+        if window is None or self._model is None:
+            if row < 0:
+                return Strip([RichSegment("no TIMELINE events yet", Style(dim=True))])
+            return Strip.blank(width, self.rich_style)
+        if row < 0:
+            return self._axis(window, palette)
         if row >= len(self._rows):
             return Strip.blank(width, self.rich_style)
-        cache_key = (row, row == self.selected)
-        strip = self._strips.get(cache_key)
-        if strip is None:
-            if row < 0:
-                strip = self._axis(window, palette)
-            else:
-                strip = self._row(self._rows[row], window, palette, row == self.selected)
-            self._strips[cache_key] = strip
-        return strip
+        return self._row(self._rows[row], window, palette, row == self.selected)
 
     def _plain(self, palette: Palette) -> bool:
         return self.ascii_only or palette.no_color
@@ -396,20 +421,18 @@ class WaterfallView(ScrollView, can_focus=True):
             glyphs = {"running": "▶", "completed": "✓", "failed": "✗", "incomplete": "?"}
             mark = (marks if self.ascii_only else glyphs)[job.status]
             head = self._label(f"{mark} {row.label}", Style(bold=True))
-            stop = open_end(timeline, job, timeline_now(self._model))
+            stop = timeline.open_end(job, timeline_now(self._model))
             start = job.first_start if job.first_start is not None else job.first_time
-            spans = [(start, stop, "job")] if start is not None and stop is not None else []
+            spans = [(start, stop, "job")] if start is not None else []
             return Strip(head + self._cells(spans, window, palette, job_row=True), self.size.width)
         if row.kind == "partition":
             assert row.partition is not None and row.job is not None
-            stop = open_end(timeline, row.job, timeline_now(self._model))
-            intervals = phase_intervals(row.partition, stop)
+            intervals = phase_intervals(row.partition, timeline.open_end(row.partition, timeline_now(self._model)))
             return Strip(self._label(row.label, label_style) + self._cells(intervals, window, palette), self.size.width)
         assert row.worker is not None
         lanes = lane_intervals(self._model, row.worker, *window)
-        return Strip(
-            self._label(row.label, label_style) + self._cells(lanes, window, palette, lane=True), self.size.width
-        )
+        cells = self._cells(lanes, window, palette, lane=True, now=timeline_now(self._model))
+        return Strip(self._label(row.label, label_style) + cells, self.size.width)
 
     def _cells(
         self,
@@ -419,8 +442,10 @@ class WaterfallView(ScrollView, can_focus=True):
         *,
         job_row: bool = False,
         lane: bool = False,
+        now: float | None = None,
     ) -> list[RichSegment]:
-        """The bar area of one row: per column, the interval covering most of it."""
+        """The bar area of one row: per column, the interval covering most of it; a lane's columns
+        before ``now`` that nothing covers are idle (dotted), the future stays blank."""
         start, end = window
         columns = max(0, self.size.width - self.label_width)
         spc = (end - start) / max(1, columns)
@@ -435,7 +460,7 @@ class WaterfallView(ScrollView, can_focus=True):
             a = start + column * spc
             hit = dominant(intervals, a, a + spc)
             if hit is None:
-                chars.append(idle_char if lane else " ")
+                chars.append(idle_char if lane and (now is None or a < now) else " ")
                 styles.append(idle_style)
                 previous = None
                 label_left = ""
@@ -448,7 +473,12 @@ class WaterfallView(ScrollView, can_focus=True):
             phase: Phase = "busy" if lane else name  # type: ignore[assignment]
             variable, plain_char = PHASES[phase]
             if lane and hit != previous:
-                label_left = intervals[hit][2]  # a new hold starts: write its partition in the bar
+                # A new hold: an edge where it directly follows another, then its name (job/partition,
+                # else the partition alone) only when the name fits in the bar: never a run-on.
+                edge = ("|" if plain else "▏") if previous is not None else ""
+                room = round((min(intervals[hit][1], end) - a) / spc) - len(edge)
+                label = intervals[hit][2]
+                label_left = edge + next((n for n in (label, label.rsplit("/", 1)[-1]) if len(n) <= room), "")
             previous = hit
             ch = label_left[0] if label_left else (plain_char if plain else " ")
             label_left = label_left[1:]
@@ -487,28 +517,31 @@ def partition_detail(p: Partition, origin: float) -> Content:
         return f"{value:.1f}s" if value is not None else "—"
 
     parts += [
-        ("synthesis ", "$phase-synth"),
+        ("synthesis   ", "$phase-synth"),
         f"{at(p.synth_start)} → {at(p.synth_end)}  {secs(p.synth_s)}",
         f" (synth_ms {p.synth_ms})" if p.synth_ms is not None else "",
         "\n",
-        ("GPU queue ", "$phase-queue"),
+        ("GPU queue   ", "$phase-queue"),
         f"{at(p.gpu_queue)} → {at(p.gpu_pickup)}  {secs(p.queue_wait_s)}",
         f"   pre-prove {secs(p.pre_prove_s)}" if p.pre_prove_s else "",
         "\n",
-        ("GPU       ", "$phase-gpu"),
+        ("GPU         ", "$phase-gpu"),
         f"{at(p.gpu_start)} → {at(p.gpu_end)}  {secs(p.gpu_s)}",
         f" (gpu_ms {p.gpu_ms}, incl. GPU-mutex wait)" if p.gpu_ms is not None else "",
     ]
     for title, values in (("GPU_TIMING", p.gpu_timing), ("FIN_TIMING", p.fin_timing), ("CUZK_TIMING", p.cuzk_timing)):
         if values:
-            parts += ["\n", (f"{title:<11}", "bold"), " ".join(f"{k}={v}" for k, v in values.items())]
+            parts += ["\n", (f"{title:<12}", "bold"), " ".join(f"{k}={v}" for k, v in values.items())]
     return Content.assemble(*parts)
 
 
 def lane_detail(model: SessionModel, worker: int, window: tuple[float, float]) -> Content:
-    """A worker's busy fraction and idle gaps over the shown window (is the GPU starved?)."""
+    """A worker's busy fraction and idle gaps over the shown window up to now (is the GPU starved?)."""
     timeline = model.timeline
     start, end = window
+    now = timeline_now(model)
+    if now is not None and start < now < end:
+        end = now  # a live window reaches past now: the future is neither busy nor idle
     busy = timeline.busy_fraction(start, end).get(worker, 0.0)
     gaps = timeline.idle_gaps(worker, start, end, min_gap_s=max(1.0, (end - start) / 100))
     idle = sum(b - a for a, b in gaps)
@@ -521,7 +554,7 @@ def lane_detail(model: SessionModel, worker: int, window: tuple[float, float]) -
     longest = sorted(gaps, key=lambda g: g[0] - g[1])[:3]
     if longest:
         parts.append("longest idle: ")
-        parts.append(", ".join(f"{format_duration(a - origin)} for {format_duration(b - a)}" for a, b in longest))
+        parts.append(", ".join(f"{format_duration(b - a)} from {format_duration(a - origin)}" for a, b in longest))
         parts.append("\n")
     if busy < 0.8 and gaps:
         parts.append(("GPU waits for synthesis: raise max_parallel_synthesis if memory allows", "$accent"))
