@@ -256,7 +256,8 @@ LogEvent = (
 # --------------------------------------------------------------------------------------------
 
 DaemonMode = Literal["real", "engine", "attached"]
-ExitCause = Literal["oom_kill", "signal", "error", "clean", "unknown"]
+# "stopped": the supervisor asked for the exit (SIGTERM, or SIGKILL after the grace period) and got it.
+ExitCause = Literal["oom_kill", "signal", "stopped", "error", "clean", "unknown"]
 
 
 @dataclass(frozen=True, slots=True)

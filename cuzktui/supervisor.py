@@ -149,6 +149,8 @@ def classify_exit(
                 evidence.append(f"memory cgroup {cgroup_path}: oom_kill unchanged at {oom_kills_after}")
         if number in sent_signals:
             evidence.append(f"{name} was sent by the supervisor")
+            # Asked to stop and stopped: an operator's decision, not a failure to diagnose.
+            return ev.DaemonExited(t, pid, returncode, number, "stopped", tuple(evidence), report)
         return ev.DaemonExited(t, pid, returncode, number, "signal", tuple(evidence), report)
     if returncode > 0:
         evidence = [f"exit status {returncode}"]

@@ -41,11 +41,17 @@ def test_sigkill_with_the_cgroup_oom_counter_up_is_an_oom_kill() -> None:
     assert "memory cgroup /sys/fs/cgroup/memory/g: oom_kill 0 → 1" in exit.evidence
 
 
-def test_sigkill_without_oom_evidence_is_a_plain_signal() -> None:
+def test_a_signal_nobody_here_sent_without_oom_evidence_is_a_plain_signal() -> None:
+    exit = classify_exit(t=1.0, pid=5, returncode=-11, oom_kills_before=0, oom_kills_after=0, cgroup_path="/g")
+    assert (exit.cause, exit.signal) == ("signal", 11)
+    assert exit.evidence[0] == "killed by SIGSEGV (exit status 139 in a shell)"
+
+
+def test_sigkill_sent_by_the_supervisor_without_oom_evidence_is_a_stop() -> None:
     exit = classify_exit(
         t=1.0, pid=5, returncode=-9, oom_kills_before=2, oom_kills_after=2, cgroup_path="/g", sent_signals=[9]
     )
-    assert (exit.cause, exit.signal) == ("signal", 9)
+    assert (exit.cause, exit.signal) == ("stopped", 9)
     assert "SIGKILL was sent by the supervisor" in exit.evidence
     assert any("unchanged" in e for e in exit.evidence)
 
@@ -125,11 +131,13 @@ async def test_start_is_ready_when_getstatus_answers_and_every_step_is_recorded(
     assert any(isinstance(e, ev.DaemonStarting) for e in iter_session_events(supervisor.session.path))
 
 
-async def test_sigterm_stop_is_classified_as_that_signal(supervised: tuple[Supervisor, list[ev.ObservedEvent]]) -> None:
+async def test_sigterm_stop_is_classified_as_stopped_by_that_signal(
+    supervised: tuple[Supervisor, list[ev.ObservedEvent]],
+) -> None:
     supervisor, seen = supervised
     await supervisor.start(_config())
     exit = await supervisor.stop()
-    assert (exit.cause, exit.signal) == ("signal", signal.SIGTERM)
+    assert (exit.cause, exit.signal) == ("stopped", signal.SIGTERM)
     assert "SIGTERM was sent by the supervisor" in exit.evidence
     assert seen[-1] == exit
     assert not supervisor.running

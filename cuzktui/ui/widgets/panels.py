@@ -30,6 +30,7 @@ _MODE_BADGE = {
 _CAUSE_TEXT = {
     "oom_kill": "killed by the kernel OOM killer",
     "signal": "killed by a signal",
+    "stopped": "stopped by the tool",
     "error": "exited with an error",
     "clean": "exited cleanly",
     "unknown": "exited for an unknown reason",
@@ -77,9 +78,11 @@ def daemon_content(model: SessionModel, identity: Identity) -> Content:
         facts.append(f"started in {d.startup_s:.0f}s")
     parts += [(d.phase.upper(), state_style[d.phase]), "  " + " · ".join(facts) + "\n"]
     if d.phase == "dead" and d.exit is not None:
-        # The diagnosis first: on a short terminal it is what must stay visible.
-        parts += [(f" {_exit_headline(d.exit)} ", "bold reverse $error"), "\n"]
-        parts += [(f"  · {line}\n", "$error") for line in d.exit.evidence]
+        # The diagnosis first: on a short terminal it is what must stay visible. An exit the
+        # operator asked for is reported, not alarmed about.
+        expected = d.exit.cause in ("stopped", "clean")
+        parts += [(f" {_exit_headline(d.exit)} ", "bold" if expected else "bold reverse $error"), "\n"]
+        parts += [(f"  · {line}\n", "dim" if expected else "$error") for line in d.exit.evidence]
         report = d.exit.error_report or d.fatal_error
         if report:
             parts.append((f"  {report.strip()}\n", "italic"))
@@ -93,7 +96,7 @@ def daemon_content(model: SessionModel, identity: Identity) -> Content:
     if d.budget_total_gib is not None:
         sizes.append(f"budget {d.budget_total_gib} GiB")
     if d.memory_limit_bytes is not None:
-        sizes.append(f"limit {format_size(d.memory_limit_bytes)}")
+        sizes.append(f"limit {format_size(model.nominal(d.memory_limit_bytes))}")
     counts = [
         f"{n} {what}" for n, what in ((d.synth_worker_count, "synth"), (d.gpu_worker_count, "GPU")) if n is not None
     ]
