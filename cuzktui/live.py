@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Mapping
@@ -29,15 +28,15 @@ from typing import Any
 
 from . import events as ev
 from .bench import spawn_bench_process
-from .client import ClientError, StatusError, poll_status
+from .client import ClientError
 from .config import ConfigDocument, ConfigError, build_config, load_config, save_atomic
 from .controller import BenchRequest, Identity
 from .knobs import Severity
 from .model import SessionModel
 from .planner import gather_report
-from .samplers import GpuSampler, ProcessTreeSampler, run_periodic
+from .recording import DaemonRecorder
 from .session import SessionFollower, SessionWriter
-from .supervisor import DaemonProgram, DaemonStartError, Supervisor, SupervisorError
+from .supervisor import DaemonProgram, DaemonStartError, Supervisor, SupervisorError, free_loopback_port
 from .units import GiB
 
 DRAIN_TIMEOUT_S = 600.0
@@ -75,17 +74,10 @@ def default_engine_config(session_dir: Path, profile_gib: int | None) -> str:
     """A first config for the engine: loopback only (a unix socket in the session), status endpoint on."""
     values: dict[str, Any] = {
         "daemon.listen": f"unix://{session_dir / 'cuzk.sock'}",
-        "daemon.status_listen": f"127.0.0.1:{_free_port()}",
+        "daemon.status_listen": f"127.0.0.1:{free_loopback_port()}",
         "engine.mem_total": f"{profile_gib or DEFAULT_ENGINE_BOX_GIB}GiB",
     }
     return build_config(values)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def profile_memory_limit(profile_gib: int, memory_scale: float) -> int:
@@ -104,11 +96,8 @@ class LiveController:
         self._follower: SessionFollower | None = None
         self._config_text: str | None = None
         self._tasks: list[asyncio.Task[Any]] = []
-        self._stop_sampling = asyncio.Event()
         self._bench_proc: subprocess.Popen[bytes] | None = None
-        self._gpu: GpuSampler | None = None
-        self._memory: ProcessTreeSampler | None = None
-        self._budget: tuple[int | None, int | None] = (None, None)
+        self._recorder: DaemonRecorder | None = None
         self._launch_lock = asyncio.Lock()
 
     # -- identity ------------------------------------------------------------------------
@@ -149,10 +138,8 @@ class LiveController:
                 limit = profile_memory_limit(o.profile_gib, self._memory_scale())
             self.supervisor = Supervisor(self.session, o.program, memory_limit=limit, on_progress=self._progress)
             self._tasks.append(asyncio.create_task(self._launch(self._config_text, ())))
-        self._tasks.append(
-            asyncio.create_task(run_periodic(self._sample, self._record, o.sample_interval, self._stop_sampling))
-        )
-        self._tasks.append(asyncio.create_task(self._poll_status_loop()))
+        self._recorder = DaemonRecorder(self.supervisor, self._record, o.sample_interval)
+        self._recorder.start()
 
     def _initial_config(self) -> str:
         o = self.options
@@ -190,7 +177,6 @@ class LiveController:
             except (DaemonStartError, SupervisorError, OSError) as error:
                 self._notice("error", f"the daemon did not start: {error}")
                 return
-            self._memory = self._memory_sampler()
         if self.options.run_bench is not None:
             request, self.options = self.options.run_bench, replace(self.options, run_bench=None)
             await self.start_bench(request)
@@ -202,13 +188,6 @@ class LiveController:
         except (DaemonStartError, SupervisorError, ClientError) as error:
             self._notice("error", f"could not attach to {target.address}: {error}")
 
-    def _memory_sampler(self) -> ProcessTreeSampler | None:
-        s = self.supervisor
-        if s is None or s.pid is None:
-            return None
-        cgroup_dir = s.cgroup.path if s.cgroup is not None else None
-        return ProcessTreeSampler(s.pid, cgroup_dir=cgroup_dir)
-
     async def _record_memcheck(self) -> None:
         report = await asyncio.to_thread(gather_report)
         if self.session is not None:
@@ -218,58 +197,6 @@ class LiveController:
             return  # the engine emulates another box: this machine's memory warnings do not apply to it
         for warning in report.warnings:
             self._notice("warning", warning)
-
-    # -- sampling (runs in a thread: psutil, cgroup files, NVML) -------------------------
-
-    def _sample(self) -> list[ev.ObservedEvent]:
-        if self._gpu is None:
-            self._gpu = GpuSampler()
-        samples: list[ev.ObservedEvent] = []
-        memory = self._memory
-        if memory is not None and self.daemon_running():
-            memory.set_budget(*self._budget)
-            samples.extend(self._engine_view(sample) for sample in memory.sample())
-        samples.extend(self._gpu.sample())
-        return samples
-
-    def _engine_view(self, sample: ev.ObservedEvent) -> ev.ObservedEvent:
-        """An engine outside a cgroup of its own shares this machine's: that usage, scaled up to the
-        emulated box, would mean nothing (a 24 GiB laptop container read as a 6 TiB box), so drop it."""
-        s = self.supervisor
-        emulated = self.options.program is not None and self.options.program.mode == "engine"
-        if emulated and s is not None and s.cgroup is None and isinstance(sample, ev.MemorySample):
-            return replace(sample, cgroup_usage_bytes=None, cgroup_limit_bytes=None)
-        return sample
-
-    async def _poll_status_loop(self) -> None:
-        """The daemon's /status (budget, pipeline now) and, without NVML, its reported VRAM."""
-        while not self._stop_sampling.is_set():
-            s = self.supervisor
-            if s is not None and s.status_url and self.daemon_running():
-                with contextlib.suppress(StatusError, OSError, TimeoutError):
-                    snapshot = await poll_status(s.status_url)
-                    if snapshot is not None:
-                        self._budget = (snapshot.budget_total_bytes, snapshot.budget_used_bytes)
-                        self._record(snapshot)
-            if s is not None and self._gpu is not None and not self._gpu.available and self.daemon_running():
-                await self._record_daemon_gpus(s)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop_sampling.wait(), self.options.sample_interval)
-
-    async def _record_daemon_gpus(self, s: Supervisor) -> None:
-        try:
-            status = await s.client.get_status()
-        except (ClientError, SupervisorError):
-            return
-        t = time.time()
-        seen: set[int] = set()
-        for gpu in status.gpus:  # one entry per GPU worker: keep one per ordinal
-            if gpu.ordinal in seen:
-                continue
-            seen.add(gpu.ordinal)
-            used = gpu.vram_total_bytes - gpu.vram_free_bytes if gpu.vram_total_bytes else None
-            total = gpu.vram_total_bytes or None
-            self._record(ev.GpuSample(t, gpu.ordinal, gpu.name, used, total, None, "daemon"))
 
     def _record(self, event: ev.ObservedEvent) -> None:
         if self.session is not None:
@@ -392,15 +319,14 @@ class LiveController:
             if self._bench_proc is not None:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     await asyncio.to_thread(self._bench_proc.wait, 30)
-        self._stop_sampling.set()
+        if self._recorder is not None:
+            await self._recorder.stop()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.supervisor is not None:
             with contextlib.suppress(SupervisorError, ClientError, OSError):
                 await self.supervisor.close(stop=stop_daemon)
-        if self._gpu is not None:
-            self._gpu.close()
         if self.session is not None:
             self.session.close()
 

@@ -26,6 +26,7 @@ import contextlib
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -160,6 +161,14 @@ def classify_exit(
             evidence.append("no Error: report at the end of daemon.log")
         return ev.DaemonExited(t, pid, returncode, None, "error", tuple(evidence), report)
     return ev.DaemonExited(t, pid, 0, None, "clean", ("exit status 0",), report)
+
+
+def free_loopback_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now (for a daemon's private endpoints)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
 
 
 def engine_memory_scale(config_text: str) -> float | None:

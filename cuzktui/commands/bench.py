@@ -33,8 +33,17 @@ from ..bench import (
 from ..config import ConfigError, build_config, load_config_or_default, save_atomic
 from ..knobs import TomlValue
 from ..planner import gather_report
+from ..recording import DaemonRecorder
 from ..session import SessionWriter
-from ..supervisor import DaemonProgram, DaemonStartError, Supervisor, SupervisorError, choose_program, config_addresses
+from ..supervisor import (
+    DaemonProgram,
+    DaemonStartError,
+    Supervisor,
+    SupervisorError,
+    choose_program,
+    config_addresses,
+    free_loopback_port,
+)
 from ..units import UnitError, parse_size
 
 # Longest unix socket path the kernel accepts is 107 bytes; leave room.
@@ -78,11 +87,7 @@ def _listen_address(session: SessionWriter) -> str:
     socket_path = session.path.resolve() / "daemon.sock"
     if len(str(socket_path)) <= _MAX_SOCKET_PATH:
         return f"unix://{socket_path}"
-    import socket
-
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{s.getsockname()[1]}"
+    return f"127.0.0.1:{free_loopback_port()}"
 
 
 def _plan(args: argparse.Namespace) -> _Plan:
@@ -137,6 +142,8 @@ async def _run(plan: _Plan, session: SessionWriter) -> BenchSummary | str:
     # Signals cancel from the very start: a runner killed while its daemon starts would leave
     # that daemon (in its own process session) running with nobody to stop it.
     install_cancel_signals(runner)
+    recorder = DaemonRecorder(supervisor, session.append_event)
+    recorder.start()
     try:
         _progress(f"starting {' '.join(plan.program.argv)} ({plan.program.mode})")
         start = asyncio.ensure_future(supervisor.start(plan.config_text))
@@ -155,6 +162,7 @@ async def _run(plan: _Plan, session: SessionWriter) -> BenchSummary | str:
     except (DaemonStartError, SupervisorError) as error:
         return str(error)
     finally:
+        await recorder.stop()
         await supervisor.close(stop=True)
 
 
@@ -175,6 +183,12 @@ def run_bench(args: argparse.Namespace) -> int:
     if config_addresses(plan.config_text)[0] is None:
         plan = dataclasses.replace(
             plan, config_text=set_config_value(plan.config_text, "daemon", "listen", _listen_address(session))
+        )
+    if plan.program.mode == "engine" and config_addresses(plan.config_text)[1] is None:
+        # The engine's /status gives the session its budget line; a real daemon's config is left as given.
+        status = f"127.0.0.1:{free_loopback_port()}"
+        plan = dataclasses.replace(
+            plan, config_text=set_config_value(plan.config_text, "daemon", "status_listen", status)
         )
     meta: dict[str, object] = {"mode": plan.program.mode, "bench_argv": sys.argv, "bench_pid": os.getpid()}
     if "memcheck" not in session.read_meta():

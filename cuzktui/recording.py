@@ -1,0 +1,127 @@
+"""Periodic samples of a supervised daemon, recorded as observed events.
+
+One recorder serves every process that owns a daemon — the TUI's live controller and the
+headless benchmark runner — so a session holds the same RSS / cgroup / budget / GPU series
+whoever recorded it. It follows the supervisor's *current* daemon: after a restart (an applied
+config, an OOM recovery) the next sample is taken from the new process and its cgroup.
+
+Blocking reads (psutil, cgroup files, NVML) run in a thread via :func:`run_periodic`; the
+status endpoint and GetStatus are polled on the event loop. Neither loop overlaps itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from . import events as ev
+from .client import ClientError, StatusError, poll_status
+from .samplers import GpuSampler, ProcessTreeSampler, run_periodic
+from .supervisor import Supervisor, SupervisorError
+
+Record = Callable[[ev.ObservedEvent], None]
+
+
+class DaemonRecorder:
+    """Samples the supervisor's daemon every ``interval`` seconds into ``record`` until stopped."""
+
+    def __init__(self, supervisor: Supervisor, record: Record, interval: float = 1.0) -> None:
+        self.supervisor = supervisor
+        self._record = record
+        self.interval = interval
+        self._stop = asyncio.Event()
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._gpu: GpuSampler | None = None
+        self._memory: ProcessTreeSampler | None = None
+        self._budget: tuple[int | None, int | None] = (None, None)
+
+    def start(self) -> None:
+        self._tasks = [
+            asyncio.create_task(run_periodic(self._sample, self._record, self.interval, self._stop)),
+            asyncio.create_task(self._poll_daemon()),
+        ]
+
+    async def stop(self) -> None:
+        self._stop.set()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        if self._gpu is not None:
+            self._gpu.close()
+            self._gpu = None
+
+    @property
+    def gpu_state(self) -> str | None:
+        """NVML's state ("1 NVIDIA GPU via NVML", "no NVIDIA GPU (…)"), once sampled."""
+        return self._gpu.state if self._gpu is not None else None
+
+    # -- in a thread ----------------------------------------------------------------------
+
+    def _sample(self) -> list[ev.ObservedEvent]:
+        if self._gpu is None:
+            self._gpu = GpuSampler()  # NVML's initialisation blocks: not on the event loop
+        samples: list[ev.ObservedEvent] = []
+        memory = self._memory_sampler()
+        if memory is not None:
+            memory.set_budget(*self._budget)
+            samples.extend(self._engine_view(sample) for sample in memory.sample())
+        samples.extend(self._gpu.sample())
+        return samples
+
+    def _memory_sampler(self) -> ProcessTreeSampler | None:
+        s = self.supervisor
+        if s.pid is None or not s.running:
+            return None
+        if self._memory is None or self._memory.pid != s.pid:
+            cgroup_dir = s.cgroup.path if s.cgroup is not None else None
+            self._memory = ProcessTreeSampler(s.pid, cgroup_dir=cgroup_dir)
+        return self._memory
+
+    def _engine_view(self, sample: ev.ObservedEvent) -> ev.ObservedEvent:
+        """An engine outside a cgroup of its own shares this machine's: that usage, scaled up to the
+        emulated box, would mean nothing (a 24 GiB laptop container read as a 6 TiB box), so drop it."""
+        s = self.supervisor
+        if s.mode == "engine" and s.cgroup is None and isinstance(sample, ev.MemorySample):
+            return replace(sample, cgroup_usage_bytes=None, cgroup_limit_bytes=None)
+        return sample
+
+    def _daemon_up(self) -> bool:
+        """A launched daemon that still runs, or an attached one (whose process we may not see)."""
+        return self.supervisor.running or self.supervisor.mode == "attached"
+
+    # -- on the loop ----------------------------------------------------------------------
+
+    async def _poll_daemon(self) -> None:
+        """The daemon's /status (budget, pipeline now) and, without NVML, its reported VRAM."""
+        while not self._stop.is_set():
+            s = self.supervisor
+            if self._daemon_up() and s.status_url:
+                with contextlib.suppress(StatusError, OSError, TimeoutError):
+                    snapshot = await poll_status(s.status_url)
+                    if snapshot is not None:
+                        self._budget = (snapshot.budget_total_bytes, snapshot.budget_used_bytes)
+                        self._record(snapshot)
+            if self._daemon_up() and self._gpu is not None and not self._gpu.available:
+                await self._record_daemon_gpus()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), self.interval)
+
+    async def _record_daemon_gpus(self) -> None:
+        try:
+            status = await self.supervisor.client.get_status()
+        except (ClientError, SupervisorError):
+            return
+        t = time.time()
+        seen: set[int] = set()
+        for gpu in status.gpus:  # one entry per GPU worker: keep one per ordinal
+            if gpu.ordinal in seen:
+                continue
+            seen.add(gpu.ordinal)
+            total = gpu.vram_total_bytes or None
+            used = gpu.vram_total_bytes - gpu.vram_free_bytes if total else None
+            self._record(ev.GpuSample(t, gpu.ordinal, gpu.name, used, total, None, "daemon"))
