@@ -304,6 +304,7 @@ class SessionModel:
             if event.cause == "oom_kill":
                 self.oom_kills.append(event.t)
                 self.memory_version += 1
+            self.timeline.daemon_exited(event.t)
         else:
             self.configs.append(event)
 

@@ -288,6 +288,8 @@ class Timeline:
         return segment
 
     def _end_segment(self, segment: Segment) -> None:
+        if segment.ended:
+            return
         segment.ended = True
         for job in list(self._running.values()):
             job.status = "incomplete"
@@ -299,6 +301,22 @@ class Timeline:
             self.incomplete += 1
             self._finish(job)
         self._open_gpu.clear()
+
+    def daemon_exited(self, t: float) -> bool:
+        """The current daemon run's process ended at wall time ``t`` (the supervisor saw it die).
+
+        Work still open in that run ran until then: an OOM kill stops syntheses mid-way, and their
+        bars must reach the kill, not stop at the run's last log line. (Unanchored runs have no
+        wall-clock axis, so only their end is recorded.)
+        """
+        if not self._segments or self._segments[-1].ended:
+            return False
+        segment = self._segments[-1]
+        if segment.anchored:
+            self._see(segment, t)
+        self._end_segment(segment)
+        self.version += 1
+        return True
 
     def _on_daemon_starting(self, event: DaemonStarting) -> bool:
         current = self._segments[-1] if self._segments else None

@@ -147,6 +147,19 @@ def test_open_end_of_partitions_and_jobs() -> None:
     assert timeline.open_end(p1, 1030.0) == timeline.open_end(job, 1030.0) == 1003.0
 
 
+def test_work_open_when_the_daemon_died_runs_until_the_death() -> None:
+    timeline = Timeline()
+    for event in (EngineStarted(1000.0), tl_event(500, "SYNTH_START", "a", partition=0)):
+        timeline.apply(event)
+    assert timeline.daemon_exited(1009.0)  # an OOM kill 8.5 s into the synthesis
+    job = timeline.job(0, "a")
+    assert job is not None and job.status == "incomplete" and job.partitions[0].incomplete
+    assert timeline.open_end(job.partitions[0], 1050.0) == 1009.0
+    assert not timeline.daemon_exited(1010.0), "a run ends once"
+    timeline.apply(DaemonStarting(1011.0))
+    assert len(timeline.segments) == 2 and timeline.incomplete == 1
+
+
 def test_busy_fraction_and_idle_gaps(fed: Timeline) -> None:
     assert fed.busy_fraction(RUN1 + 3, RUN1 + 13) == {0: approx(0.65), 1: approx(0.6)}
     assert fed.idle_gaps(1, RUN1 + 3, RUN1 + 13) == [(RUN1 + 3, RUN1 + 6.5), (RUN1 + 12.5, RUN1 + 13)]
