@@ -55,6 +55,12 @@ class DaemonRecorder:
             self._gpu.close()
             self._gpu = None
 
+    async def sample_now(self) -> None:
+        """One sample of everything, now (marks moments such as "ready" and "about to stop")."""
+        await self._poll_status_once()
+        for event in await asyncio.to_thread(self._sample):
+            self._record(event)
+
     @property
     def gpu_state(self) -> str | None:
         """NVML's state ("1 NVIDIA GPU via NVML", "no NVIDIA GPU (…)"), once sampled."""
@@ -99,17 +105,20 @@ class DaemonRecorder:
     async def _poll_daemon(self) -> None:
         """The daemon's /status (budget, pipeline now) and, without NVML, its reported VRAM."""
         while not self._stop.is_set():
-            s = self.supervisor
-            if self._daemon_up() and s.status_url:
-                with contextlib.suppress(StatusError, OSError, TimeoutError):
-                    snapshot = await poll_status(s.status_url)
-                    if snapshot is not None:
-                        self._budget = (snapshot.budget_total_bytes, snapshot.budget_used_bytes)
-                        self._record(snapshot)
-            if self._daemon_up() and self._gpu is not None and not self._gpu.available:
-                await self._record_daemon_gpus()
+            await self._poll_status_once()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), self.interval)
+
+    async def _poll_status_once(self) -> None:
+        s = self.supervisor
+        if self._daemon_up() and s.status_url:
+            with contextlib.suppress(StatusError, OSError, TimeoutError):
+                snapshot = await poll_status(s.status_url)
+                if snapshot is not None:
+                    self._budget = (snapshot.budget_total_bytes, snapshot.budget_used_bytes)
+                    self._record(snapshot)
+        if self._daemon_up() and self._gpu is not None and not self._gpu.available:
+            await self._record_daemon_gpus()
 
     async def _record_daemon_gpus(self) -> None:
         try:

@@ -79,6 +79,10 @@ def test_a_quick_engine_bench_prints_the_json_summary(tmp_path: Path) -> None:
     assert f"time_scale = {TEST_TIME_SCALE}" in config and f"unix://{session}" in config
     finished = [e for e in iter_session_events(session) if isinstance(e, ev.ProofFinished)]
     assert len(finished) == 3
+    recorded = list(iter_session_events(session))
+    samples = [e for e in recorded if isinstance(e, ev.MemorySample)]
+    assert samples and all(e.rss_bytes for e in samples), "the runner samples its daemon's memory"
+    assert any(isinstance(e, ev.StatusSnapshot) for e in recorded), "the engine's /status is polled"
     meta = json.loads((session / "meta.json").read_text())
     assert meta["mode"] == "engine" and meta["host"]
     assert meta["memcheck"]["effective_ram_bytes"] > 0 and "gpu_state" in meta["memcheck"]

@@ -158,7 +158,10 @@ async def _run(plan: _Plan, session: SessionWriter) -> BenchSummary | str:
             return message
         start.result()
         _progress(f"daemon ready (pid {supervisor.pid}); {o.count} × {o.kind} at concurrency {o.concurrency}")
-        return await runner.run()
+        await recorder.sample_now()
+        summary = await runner.run()
+        await recorder.sample_now()  # the state at the end, before the daemon is stopped
+        return summary
     except (DaemonStartError, SupervisorError) as error:
         return str(error)
     finally:
