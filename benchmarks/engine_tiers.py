@@ -8,7 +8,8 @@ load and PCE extraction) and peak memory in nominal GiB, both from the model's o
 from the measured real RSS ÷ memory_scale, beside the documented figures. A sampler records every
 model second how many partitions are in each phase (reserved and waiting in the dispatch channel,
 synthesizing, parked for the GPU, in the GPU holding a/b/c, after prove start until finalize) and
-the table shows that split at the highest sample; ``--trace`` prints the whole series per tier.
+the pinned pool's size, and the table shows them at the highest sample; ``--trace`` prints the
+whole series per tier.
 
     .venv/bin/python benchmarks/engine_tiers.py [--proofs 6] [--time-scale 0.02] [--memory-scale 0.0009765625] [--trace]
 """
@@ -44,19 +45,25 @@ What the model holds (engine/pipeline.py, engine/srs.py docstrings; reference §
   * a synthesizing partition ("syn") maps its a/b/c + aux as the synthesis progresses, up to the
     measured 16 GiB (12 + 4); parked for the GPU ("park") and in the GPU before prove start returns
     ("gpu") 16 GiB; after prove start until finalize ("fin") the 4 GiB aux;
+  * pinned pool ("pin", engine/pinned.py, reference §6.6): once the first synthesis has completed,
+    a synthesis checks out 3 page-locked a/b/c buffers of 3.88 GiB at its start (resident in full
+    from then on; only the aux grows), checks them in at prove start and the pool keeps them,
+    outside the budget, until a blocked budget acquisition has the evictor free the idle ones;
   * base: SRS 44 GiB + PCE 25.7 GiB; the PCE extraction's 14 GiB working set is resident only while
     the extraction runs (the budget keeps its transient reservation until the PCE is cached).
 The documented peaks fit 69 + 20 GiB x max_parallel_synthesis (109, 209, 269, 309) except 512 GiB
-(373, 64 GiB above that fit at the same 12 syntheses). In the model the GPU keeps up on average at
-every tier, but the partitions synthesize in waves (all workers start together and finish within
-the jitter), so at each wave's end about max_parallel_synthesis partitions sit at 16 GiB and the
-GPU drains them one by one while the next wave grows: peak ~ base + 16 GiB x workers, plus what
-is still parked from the previous wave. What is not modelled: the pinned pool (reference §6.6:
-after the first synthesis a/b/c live in page-locked buffers checked out at synthesis start and
-kept by the pool after use, outside the budget); the engine emulates the unpinned path
-(is_pinned=false). It would raise the peaks, most where the budget lets more partitions hold
-a/b/c at once, which is the likeliest reason for the 512 GiB figure; the documented tiers were
-also measured with an older build (partition_workers naming, reference §11.1, §11.17)."""
+(373, 64 GiB above that fit at the same 12 syntheses). The partitions synthesize in waves (all
+workers start together and finish within the jitter), so at a wave's end about
+max_parallel_synthesis partitions sit at 16 GiB waiting for the GPU while the next wave starts.
+With the pinned pool that next wave holds its full a/b/c (11.6 GiB each) from its first second
+instead of growing it, which adds roughly 4-6 GiB x max_parallel_synthesis to the peak: it
+brings 512 GiB (GPU-bound, the deepest GPU queue) to the documented figure, and overshoots the
+smaller tiers, most 384 GiB (synthesis-bound, where an unpinned model matched). The budget does
+not see the pool, so none of this changes admission; but the dispatcher's acquisitions block
+in every tier, each drains the idle pool, and the syntheses after it pay up to ~3 s of
+cudaHostAlloc: ~10 % more s/proof at 128 and 256 GiB (2 and 7 workers), little above that.
+The documented tiers were also measured with an older build (partition_workers naming,
+reference §11.1, §11.17), perhaps not all with the pinned pool."""
 
 
 def vm_hwm_bytes() -> int:
@@ -124,6 +131,8 @@ def phase_counts(engine: Engine) -> dict[str, float]:
         "fin": pending - in_gpu,
         "extracting": len(engine.residency.extractions),
         "mem_gib": engine.arena.nominal_in_use / GiB,
+        "pinned_gib": engine.pinned.total_bytes / GiB,
+        "pinned_out": engine.pinned.checked_out,
         "budget_gib": engine.budget.used / GiB,
     }
 
@@ -168,7 +177,8 @@ def main() -> None:
         return
     print(f"engine model vs documented RAM tiers ({args.proofs} PoRep proofs queued, steady state after {WARMUP})")
     print(f"{'tier':>8} {'mps':>4} {'gw':>3} | {'s/proof':>8} {'doc':>6} {'ratio':>6} | "
-          f"{'peak model':>10} {'peak RSS':>9} {'doc':>5} {'ratio':>6} | at peak: chan/syn/park/gpu/fin")  # fmt: skip
+          f"{'peak model':>10} {'peak RSS':>9} {'doc':>5} {'ratio':>6} | "
+          "at peak: chan/syn/park/gpu/fin, pinned GiB")  # fmt: skip
     traces: list[str] = []
     for tier in DOCUMENTED_TIERS:
         out = subprocess.run(
@@ -186,13 +196,15 @@ def main() -> None:
             f"{tier.ram_gib:>5}GiB {tier.max_parallel_synthesis:>4} {tier.gpu_workers_per_device:>3} | "
             f"{speed:>8.1f} {tier.seconds_per_proof:>6.1f} {speed / tier.seconds_per_proof:>6.2f} | "
             f"{model_gib:>10.0f} {rss_gib:>9.0f} {tier.peak_rss_gib:>5} {model_gib / tier.peak_rss_gib:>6.2f} | "
-            f"{split} (t={top['t'] if top else 0:.0f} s)"
+            f"{split}, {top['pinned_gib'] if top else 0:.0f} (t={top['t'] if top else 0:.0f} s)"
         )
         if args.trace:
-            traces.append(f"{tier.ram_gib} GiB: t[s] chan syn park gpu fin extracting mem[GiB] budget[GiB]")
+            traces.append(
+                f"{tier.ram_gib} GiB: t[s] chan syn park gpu fin extracting mem[GiB] budget[GiB] pinned[GiB] out"
+            )
             traces.extend(
                 f"  {x['t']:6.1f} " + " ".join(f"{int(x[k]):>3}" for k in (*PHASES, "extracting"))
-                + f" {x['mem_gib']:7.1f} {x['budget_gib']:7.1f}"
+                + f" {x['mem_gib']:7.1f} {x['budget_gib']:7.1f} {x['pinned_gib']:7.1f} {int(x['pinned_out']):>3}"
                 for x in samples
             )  # fmt: skip
     print()

@@ -25,6 +25,13 @@ Memory of a partition (reference §6.2, §6.4; real memory in :class:`~engine.me
   footprint of one synthesis, so charging it per synthesis would count the parked ones twice.
 * Parked for the GPU: 16 GiB until the prove-start call returns, then the a/b/c go (−12 GiB,
   reservation −13 GiB); the aux (4 GiB) and the last 1 GiB of reservation go at finalize.
+* Pinned (:mod:`engine.pinned`, reference §6.6): once the circuit's capacity hint is cached (after
+  its first synthesis completed), a partition synthesis first checks out three pinned a/b/c
+  buffers of ``num_constraints × 32`` bytes (PoRep 3 × 3.88 GiB), resident in full from that
+  moment (reused, or newly allocated at ≈ 1 s each), and its heap grows only by the rest of the
+  16 GiB (the aux ≈ 4 GiB plus ≈ 0.35 GiB). At prove start the buffers are checked in instead of
+  freed: they stay resident in the pool, outside the budget, until a blocked budget acquisition
+  has the evictor free the idle ones.
 
 Other kinds scale those figures by their reservation relative to PoRep's 14 GiB.
 
@@ -68,6 +75,7 @@ from .jobs import (
     rust_duration,
 )
 from .memory import Arena, Block, Budget, Reservation, gib
+from .pinned import SCALAR_SIZE, PinnedBuffer, PinnedPool
 from .queues import ClosableQueue
 from .srs import CONSTRAINTS, Residency
 from .timemodel import Clock, CpuPool
@@ -149,6 +157,7 @@ class GpuItem:
     aux: list[Block]
     synth_ms: int = 0
     started: float = 0.0  # monolithic: when synthesis started
+    pinned: list[PinnedBuffer] = field(default_factory=list)  # a/b/c in pinned buffers (partitioned only)
 
 
 @dataclass(slots=True)
@@ -189,6 +198,8 @@ class Engine:
         self.residency = Residency(
             self.budget, self.arena, self.clock, self.pool, log, config.param_cache, config.eviction_min_idle_s
         )
+        self.pinned = PinnedPool(self.arena, self.clock, log)
+        self.budget.evictor = self._evict  # pinned pool first, then SRS/PCE (reference §6.5)
         log.info(tracing.ENGINE, "memory budget initialized", ("total_budget_gib", gib(self.budget.total)))
         log.info(tracing.ENGINE, "CUDA pinned memory pool initialized")
         self.jobs: dict[str, Job] = {}
@@ -292,6 +303,13 @@ class Engine:
             )
             self._spawn(self._gpu_worker(worker))
         log.info(tracing.ENGINE, "cuzk engine started", ("num_workers", len(self.workers)), ("pipeline", True))
+
+    async def _evict(self, needed: int) -> int:
+        """The budget's evictor: idle pinned buffers first, then idle SRS/PCE (reference §6.5)."""
+        freed = self.pinned.shrink(needed)
+        if freed >= needed:
+            return freed
+        return freed + await self.residency.evict(needed - freed)
 
     def _spawn(self, coro: object) -> asyncio.Task[None]:
         task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)  # type: ignore[arg-type]
@@ -567,8 +585,16 @@ class Engine:
                 ("circuit_id", facts.circuit_id),
                 span=span,
             )
+        constraints = CONSTRAINTS[facts.kind]
+        shape = RssShape.of(facts)
+        pinned: list[PinnedBuffer] = []
+        if facts.circuit_id in self._hinted:
+            pinned = await self._checkout_pinned(facts.circuit_id, constraints, span)
+            if pinned:
+                # a/b/c live in the pinned buffers; the heap grows by the aux and the small rest.
+                shape = RssShape(max(0, shape.abc - sum(buf.size for buf in pinned)), shape.aux)
         started = time.monotonic()
-        abc, aux = await self._grow_synthesis(timemodel.SYNTH_S[facts.kind], RssShape.of(facts), 1)
+        abc, aux = await self._grow_synthesis(timemodel.SYNTH_S[facts.kind], shape, 1)
         elapsed = time.monotonic() - started
         self.synth_active -= 1
         self.buffers["synth"] -= 1
@@ -577,7 +603,6 @@ class Engine:
         self.buffers["shells"] += 1
         self.log.info(tracing.BELLPERSON, f"synthesis time: {rust_duration(elapsed)}", span=span)
         self.log.info(tracing.BELLPERSON, "starting proof timer", span=span)
-        constraints = CONSTRAINTS[facts.kind]
         self._hinted.add(facts.circuit_id)
         self.log.info(
             tracing.PIPELINE,
@@ -600,7 +625,7 @@ class Engine:
             else "partition synthesis complete",
             ("partition", p),
             ("synth_ms", synth_ms),
-            ("is_pinned", False),
+            ("is_pinned", bool(pinned)),
             span=span,
         )
         self.log.timeline("SYNTH_END", job.job_id, f"partition={p},synth_ms={synth_ms}")
@@ -613,9 +638,35 @@ class Engine:
         )
         self.log.timeline("GPU_QUEUE", job.job_id, f"partition={p}")
         part.state = PartState.SYNTH_DONE
-        item = GpuItem([job], facts, p, 1, reservation, abc, aux, synth_ms)
+        item = GpuItem([job], facts, p, 1, reservation, abc, aux, synth_ms, pinned=pinned)
         assert job.job_seq is not None
         self.gpu_queue.push((1, job.job_seq, p), item)
+
+    async def _checkout_pinned(self, circuit_id: str, constraints: int, span: tuple[Span, ...]) -> list[PinnedBuffer]:
+        """Three pinned a/b/c buffers for a hinted partition synthesis; [] = unpinned fallback."""
+        buf_bytes = constraints * SCALAR_SIZE
+        self.log.info(
+            tracing.PIPELINE,
+            "attempting pinned memory synthesis",
+            ("circuit_id", circuit_id),
+            ("num_constraints", constraints),
+            ("scalar_size", SCALAR_SIZE),
+            ("buf_gib", buf_bytes / GiB),
+            span=span,
+        )
+        buffers = await self.pinned.checkout_abc(constraints)
+        if buffers is None:
+            self.log.warn(
+                tracing.PIPELINE,
+                "pinned pool checkout FAILED — falling back to unpinned",
+                ("num_constraints", constraints),
+                ("pool_free", len(self.pinned.free)),
+                ("pool_total_gib", self.pinned.total_bytes / GiB),
+                span=span,
+            )
+            return []
+        self.log.info(tracing.PIPELINE, "pinned prover created for partition synthesis")
+        return buffers
 
     async def _monolithic(self, batch: list[Job], span: Span) -> None:
         """Whole-proof synthesis by the batch task: PoSt, or a multi-sector PoRep/SnapDeals batch."""
@@ -766,6 +817,7 @@ class Engine:
         self.log.cuzk_timing(f"mutex_held_ms={ms_since(held_started)} total_start_fn_ms={prove_start_ms}")
         for block in item.abc:
             block.free()
+        self._checkin(item)
         item.reservation.release(item.facts.abc_release)
         self.buffers["provers"] -= 1
         if self.pacer is not None:
@@ -789,9 +841,16 @@ class Engine:
         )
         self._background_task(self._finalize(worker, item, prove_started, kernel_s))
 
+    def _checkin(self, item: GpuItem) -> None:
+        """The prove-start call has freed a/b/c: pinned buffers go back to the pool (still resident)."""
+        for buf in item.pinned:
+            self.pinned.checkin(buf)
+        item.pinned = []
+
     def _drop_item(self, item: GpuItem) -> None:
         for block in (*item.abc, *item.aux):
             block.free()
+        self._checkin(item)
         item.reservation.release()
 
     async def _finalize(self, worker: GpuWorker, item: GpuItem, prove_started: float, kernel_s: float) -> None:
