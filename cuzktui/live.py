@@ -37,6 +37,7 @@ from .planner import gather_report
 from .recording import DaemonRecorder
 from .session import SessionFollower, SessionWriter
 from .supervisor import DaemonProgram, DaemonStartError, Supervisor, SupervisorError, free_loopback_port
+from .system import CgroupError, MemoryCgroup
 from .units import GiB
 
 DRAIN_TIMEOUT_S = 600.0
@@ -135,7 +136,7 @@ class LiveController:
             self._config_text = self._initial_config()
             limit = o.memory_limit
             if limit is None and o.profile_gib is not None and o.program.mode == "engine":
-                limit = profile_memory_limit(o.profile_gib, self._memory_scale())
+                limit = self._profile_limit(o.profile_gib)
             self.supervisor = Supervisor(self.session, o.program, memory_limit=limit, on_progress=self._progress)
             self._tasks.append(asyncio.create_task(self._launch(self._config_text, ())))
         self._recorder = DaemonRecorder(self.supervisor, self._record, o.sample_interval)
@@ -164,6 +165,19 @@ class LiveController:
             save_atomic(text, path)
             self._notice("info", f"wrote a new config to {path}")
         return text
+
+    def _profile_limit(self, profile_gib: int) -> int | None:
+        """The profile's cgroup size, or None (with a notice) where memory cgroups cannot be made."""
+        try:
+            probe = MemoryCgroup.create(f"cuzk-tui-probe-{os.getpid()}", 64 << 20)
+            probe.remove()
+        except CgroupError as error:
+            self._notice(
+                "warning",
+                f"emulating a {profile_gib} GiB box without a memory cgroup ({error}): no OOM kill will happen",
+            )
+            return None
+        return profile_memory_limit(profile_gib, self._memory_scale())
 
     def _memory_scale(self) -> float:
         value = ConfigDocument.parse(self._config_text or "").get("engine", "memory_scale")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -40,3 +41,39 @@ async def test_an_attached_daemon_cannot_be_reconfigured_or_benchmarked() -> Non
         await controller.apply_config({"pipeline.max_parallel_synthesis": 4})
     with pytest.raises(ControllerError, match="launches"):
         await controller.start_bench(BenchRequest("porep", 1, 1))
+
+
+async def test_a_profile_runs_the_engine_as_that_box_inside_a_real_memory_cgroup(tmp_path: Path) -> None:
+    from conftest import engine_config_text, memory_cgroup_or_skip, require_engine
+
+    from cuzktui.supervisor import engine_program
+    from cuzktui.system import read_cgroup_memory
+
+    require_engine()
+    memory_cgroup_or_skip()
+    config = tmp_path / "cuzk.toml"
+    config.write_text(
+        engine_config_text(daemon={"listen": f"unix://{tmp_path}/d.sock"}, engine={"mem_total": "256GiB"})
+    )
+    controller = LiveController(
+        LiveOptions(program=engine_program(), config_file=config, session_dir=tmp_path / "s", profile_gib=256)
+    )
+    try:
+        await controller.start()
+        deadline = asyncio.get_running_loop().time() + 60
+        while controller.model.daemon.phase != "ready":
+            assert asyncio.get_running_loop().time() < deadline, "the engine never became ready"
+            assert controller.model.daemon.phase != "dead", controller.model.daemon.exit
+            await controller.poll()
+            await asyncio.sleep(0.05)
+        supervisor = controller.supervisor
+        assert supervisor is not None and supervisor.cgroup is not None and supervisor.pid is not None
+        assert supervisor.pid in supervisor.cgroup.pids()
+        assert read_cgroup_memory(supervisor.cgroup.path).limit_bytes == GiB  # 256 GiB at 1/256
+        assert controller.model.cgroup_limit.last() is not None
+        assert controller.model.cgroup_limit.last()[1] == 256 * GiB  # shown as the emulated box
+        cgroup_path = supervisor.cgroup.path
+    finally:
+        await controller.shutdown(stop_daemon=True)
+    assert not controller.daemon_running()
+    assert not cgroup_path.exists(), "the cgroup is removed with the daemon"
