@@ -113,6 +113,12 @@ DOCUMENTED_TIERS: Final[tuple[RamTier, ...]] = (
 )
 
 
+def nominal_bytes(real_bytes: int, memory_scale: float | None) -> float:
+    """Real bytes of an engine (``[engine] memory_scale`` real bytes per nominal byte) in the units of
+    the box it emulates, where its budget and the operator's thinking live; a real daemon's as they are."""
+    return real_bytes / memory_scale if memory_scale else float(real_bytes)
+
+
 def peak_rss_estimate(concurrent_partitions: int) -> int:
     """Peak daemon RSS in bytes for PoRep at this many concurrent partitions (measured model)."""
     return MEASURED_BASE_RSS + MEASURED_RSS_PER_PARTITION * concurrent_partitions

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
+from .daemon_facts import nominal_bytes
 from .events import (
     BenchRestart,
     DaemonExited,
@@ -139,7 +140,7 @@ def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds * 1000, 3)
 
 
-def _counter(pid: int, name: str, t: float, value: int) -> dict[str, Any]:
+def _counter(pid: int, name: str, t: float, value: float) -> dict[str, Any]:
     return {"ph": "C", "name": name, "pid": pid, "tid": 0, "ts": _us(t), "args": {"GiB": round(value / GiB, 4)}}
 
 
@@ -147,16 +148,21 @@ def _instant(t: float, name: str, args: dict[str, Any]) -> dict[str, Any]:
     return {"ph": "i", "s": "g", "name": name, "pid": EVENTS_PID, "tid": 0, "ts": _us(t), "args": args}
 
 
+def _nominal_or_none(real_bytes: int | None, scale: float | None) -> float | None:
+    return None if real_bytes is None else nominal_bytes(real_bytes, scale)
+
+
 def _observed_events(observed: Iterable[ObservedEvent]) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
     seen_pids: set[int] = set()
+    scale: float | None = None  # an engine's memory_scale: its RSS is shown as the box it emulates
     for ev in observed:
         if isinstance(ev, MemorySample):
             for name, value in (
-                ("daemon RSS", ev.rss_bytes),
-                ("cgroup usage", ev.cgroup_usage_bytes),
-                ("cgroup limit", ev.cgroup_limit_bytes),
-                ("budget used", ev.budget_used_bytes),
+                ("daemon RSS", _nominal_or_none(ev.rss_bytes, scale)),
+                ("cgroup usage", _nominal_or_none(ev.cgroup_usage_bytes, scale)),
+                ("cgroup limit", _nominal_or_none(ev.cgroup_limit_bytes, scale)),
+                ("budget used", ev.budget_used_bytes),  # the daemon's own figures: already nominal
                 ("budget total", ev.budget_total_bytes),
             ):
                 if value is not None:
@@ -168,6 +174,7 @@ def _observed_events(observed: Iterable[ObservedEvent]) -> list[dict[str, Any]]:
                     events.append(_counter(GPU_MEMORY_PID, name, ev.t, value))
                     seen_pids.add(GPU_MEMORY_PID)
         elif isinstance(ev, DaemonLaunched):
+            scale = ev.memory_scale
             events.append(_instant(ev.t, "daemon launched", {"pid": ev.pid, "mode": ev.mode, "listen": ev.listen}))
         elif isinstance(ev, DaemonExited):
             args = {"pid": ev.pid, "cause": ev.cause, "returncode": ev.returncode, "evidence": list(ev.evidence)}

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal, cast
 
 from . import events as ev
+from .daemon_facts import nominal_bytes
 from .timeline import Timeline
 
 SERIES_CAPACITY: Final = 4096
@@ -238,8 +239,7 @@ class SessionModel:
         An engine at memory_scale 1/256 in a 1 GiB cgroup emulates a 256 GiB box; its RSS, cgroup
         usage and limit are shown ×256 so they compare directly with its (nominal) budget.
         """
-        scale = self.daemon.memory_scale
-        return real_bytes / scale if scale else float(real_bytes)
+        return nominal_bytes(real_bytes, self.daemon.memory_scale)
 
     def _add_memory(self, sample: ev.MemorySample) -> None:
         t = sample.t

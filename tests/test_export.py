@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from cuzktui.cli import main
-from cuzktui.events import EngineStarted, GpuSample, MemorySample, Notice, TimelineEvent, to_record
+from cuzktui.events import DaemonLaunched, EngineStarted, GpuSample, MemorySample, Notice, TimelineEvent, to_record
 from cuzktui.export import build_chrome_trace, write_chrome_trace
 from cuzktui.logparse import parse_line
 from cuzktui.timeline import Timeline
@@ -89,6 +89,17 @@ def test_overlapping_holds_of_one_worker_go_to_separate_threads() -> None:
     for spans in by_thread.values():
         spans.sort()
         assert all(a[1] <= b[0] for a, b in pairwise(spans))
+
+
+def test_an_engines_memory_counters_are_in_the_units_of_the_box_it_emulates() -> None:
+    launched = DaemonLaunched(
+        t=1.0, mode="engine", pid=9, command=(), config_path=None, listen="x", log_path=None,
+        memory_limit_bytes=GiB, memory_scale=1 / 256,
+    )  # fmt: skip
+    sample = MemorySample(2.0, GiB // 2, cgroup_limit_bytes=GiB, budget_total_bytes=200 * GiB)
+    trace = build_chrome_trace(Timeline(), [launched, sample])
+    counters = {e["name"]: e["args"]["GiB"] for e in trace["traceEvents"] if e["ph"] == "C"}
+    assert counters == {"daemon RSS": 128.0, "cgroup limit": 256.0, "budget total": 200.0}
 
 
 def test_counters_from_samples_in_gib() -> None:
