@@ -50,6 +50,23 @@ def engine_config_text(sections: Mapping[str, Mapping[str, Any]] | None = None, 
     return tomlkit.dumps(merged)
 
 
+def fast_engine_config(socket_dir: Path) -> str:
+    """A whole engine config, fast and small enough for UI tests, with explicit addresses and budget."""
+    from cuzktui.supervisor import free_loopback_port
+
+    return (
+        "[daemon]\n"
+        f'listen = "unix://{socket_dir / "cuzk.sock"}"\n'
+        f'status_listen = "127.0.0.1:{free_loopback_port()}"\n'
+        "[memory]\n"
+        'total_budget = "400GiB"\n'
+        "[engine]\n"
+        "time_scale = 0.0005\n"
+        "memory_scale = 0.0000152587890625\n"  # 1/65536
+        "gpus = 1\n"
+    )
+
+
 def memory_cgroup_or_skip() -> None:
     """Skip unless a memory cgroup can be created and removed here (root, v1 or v2 memory controller)."""
     from cuzktui.system import CgroupError, MemoryCgroup

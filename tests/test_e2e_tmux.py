@@ -14,7 +14,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ import pytest
 
 from cuzktui import events as ev
 from cuzktui.session import iter_session_events
+from tests.conftest import fast_engine_config
 
 pytestmark = [
     pytest.mark.slow,
@@ -37,27 +37,6 @@ pytestmark = [
 CUZK_TUI = Path(sys.executable).with_name("cuzk-tui")
 WIDTH, HEIGHT = 120, 40
 BENCH_S = 120.0
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def fast_engine_config(socket_dir: Path) -> str:
-    return (
-        "[daemon]\n"
-        f'listen = "unix://{socket_dir / "cuzk.sock"}"\n'
-        f'status_listen = "127.0.0.1:{_free_port()}"\n'
-        "[memory]\n"
-        'total_budget = "400GiB"\n'
-        "[engine]\n"
-        "time_scale = 0.0005\n"
-        "memory_scale = 0.0000152587890625\n"  # 1/65536
-        "gpus = 1\n"
-    )
 
 
 def alive(pid: int) -> bool:

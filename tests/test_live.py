@@ -19,6 +19,7 @@ from cuzktui.live import (
     profile_memory_limit,
 )
 from cuzktui.units import GiB
+from tests.conftest import engine_config_text, memory_cgroup_or_skip, require_engine
 
 
 def test_default_engine_config_is_valid_loopback_only_and_emulates_a_box(tmp_path: Path) -> None:
@@ -44,8 +45,6 @@ async def test_an_attached_daemon_cannot_be_reconfigured_or_benchmarked() -> Non
 
 
 async def test_a_profile_runs_the_engine_as_that_box_inside_a_real_memory_cgroup(tmp_path: Path) -> None:
-    from conftest import engine_config_text, memory_cgroup_or_skip, require_engine
-
     from cuzktui.supervisor import engine_program
     from cuzktui.system import read_cgroup_memory
 

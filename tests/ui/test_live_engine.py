@@ -18,7 +18,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Container, Iterator
@@ -44,6 +43,7 @@ from cuzktui.ui.theme import Palette
 from cuzktui.ui.widgets.form import ConfirmModal
 from cuzktui.ui.widgets.panels import Panel
 from cuzktui.ui.widgets.waterfall import PHASES, WaterfallView
+from tests.conftest import fast_engine_config
 
 pytestmark = pytest.mark.slow
 
@@ -52,28 +52,6 @@ PARTITIONS = 10  # a 32 GiB PoRep proof
 READY_S = 60.0  # deadlines: generous for two busy shared cores; the loop normally takes seconds
 BENCH_S = 120.0
 SYNTH_KNOB = "pipeline.max_parallel_synthesis"
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def fast_engine_config(socket_dir: Path) -> str:
-    """An engine config fast and small enough for tests, with explicit addresses and budget."""
-    return (
-        "[daemon]\n"
-        f'listen = "unix://{socket_dir / "cuzk.sock"}"\n'
-        f'status_listen = "127.0.0.1:{_free_port()}"\n'
-        "[memory]\n"
-        'total_budget = "400GiB"\n'
-        "[engine]\n"
-        "time_scale = 0.0005\n"
-        "memory_scale = 0.0000152587890625\n"  # 1/65536
-        "gpus = 1\n"
-    )
 
 
 @pytest.fixture
