@@ -141,13 +141,14 @@ def classify_exit(
         if number == signal.SIGKILL:
             rose = oom_kills_before is not None and oom_kills_after is not None and oom_kills_after > oom_kills_before
             if rose:
-                evidence.append(f"memory cgroup {cgroup_path}: oom_kill {oom_kills_before} → {oom_kills_after}")
+                # The count first: where evidence is shown shortened, the path is what may be cut.
+                evidence.append(f"memory cgroup oom_kill {oom_kills_before} → {oom_kills_after} ({cgroup_path})")
             if kernel_evidence is not None:
                 evidence.append(kernel_evidence)
             if rose or kernel_evidence is not None:
                 return ev.DaemonExited(t, pid, returncode, number, "oom_kill", tuple(evidence), report)
             if oom_kills_before is not None and oom_kills_after is not None:
-                evidence.append(f"memory cgroup {cgroup_path}: oom_kill unchanged at {oom_kills_after}")
+                evidence.append(f"memory cgroup oom_kill unchanged at {oom_kills_after} ({cgroup_path})")
         if number in sent_signals:
             evidence.append(f"{name} was sent by the supervisor")
             # Asked to stop and stopped: an operator's decision, not a failure to diagnose.

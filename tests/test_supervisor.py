@@ -38,7 +38,7 @@ def test_sigkill_with_the_cgroup_oom_counter_up_is_an_oom_kill() -> None:
         t=1.0, pid=5, returncode=-9, oom_kills_before=0, oom_kills_after=1, cgroup_path="/sys/fs/cgroup/memory/g"
     )
     assert (exit.cause, exit.signal) == ("oom_kill", 9)
-    assert "memory cgroup /sys/fs/cgroup/memory/g: oom_kill 0 → 1" in exit.evidence
+    assert "memory cgroup oom_kill 0 → 1 (/sys/fs/cgroup/memory/g)" in exit.evidence
 
 
 def test_a_signal_nobody_here_sent_without_oom_evidence_is_a_plain_signal() -> None:

@@ -45,9 +45,15 @@ def proof_row(index: int, result: ev.ProofFinished) -> tuple[str | Text, ...]:
     )
 
 
+EVIDENCE_WIDTH = 48
+
+
 def restart_row(restart: ev.BenchRestart) -> tuple[str | Text, ...]:
     what = "daemon OOM-killed" if restart.reason == "oom_kill" else f"daemon died ({restart.reason})"
-    evidence = f" ({'; '.join(restart.evidence)})" if restart.evidence else ""
+    # The table row is a summary: the first two facts, shortened; the full evidence (kernel log
+    # lines included) is on the Dashboard's diagnosis.
+    short = [e if len(e) <= EVIDENCE_WIDTH else e[: EVIDENCE_WIDTH - 1] + "…" for e in restart.evidence[:2]]
+    evidence = f" ({'; '.join(short)})" if short else ""
     note = (
         f"— {what}{evidence} → total_budget lowered to {restart.total_budget}, restarted, "
         f"{restart.resubmitted} resubmitted"
@@ -143,7 +149,8 @@ class BenchScreen(Screen[None]):
                     id="bench-input",
                     disabled=disabled,
                 )
-        yield ProgressBar(total=None, show_eta=False, id="bench-progress")
+        # A known total from the start: an indeterminate bar animates, repainting every frame over SSH.
+        yield ProgressBar(total=1, show_eta=False, id="bench-progress")
         yield Static("No benchmark yet: set the inputs and press ctrl+s.", id="bench-summary")
         table: DataTable[str | Text] = DataTable(id="bench-results", cursor_type="row", zebra_stripes=True)
         table.add_columns(*COLUMNS[:-1])
