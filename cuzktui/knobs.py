@@ -94,6 +94,8 @@ class Knob:
     # The daemon reads its config once at start (reference §0.3), so this is always true; kept as a
     # field so the UI states it per knob rather than assuming it.
     restart_required: bool = True
+    # The daemon's exact WARN line at start when the key is set (deprecated keys only); the engine logs it.
+    start_warning: str = ""
 
     @property
     def name(self) -> str:
@@ -194,6 +196,7 @@ KNOBS: Final[tuple[Knob, ...]] = (
         "charged to any budget.",
         status=_DEPRECATED,
         units="bytes",
+        start_warning="memory.pinned_budget is deprecated — memory is now managed by the unified total_budget",
     ),
     Knob(
         "memory",
@@ -204,6 +207,9 @@ KNOBS: Final[tuple[Knob, ...]] = (
         "From an older config generation: accepted, warned about at start, ignored. Use total_budget.",
         status=_DEPRECATED,
         units="bytes",
+        start_warning=(
+            "memory.working_memory_budget is deprecated — memory is now managed by the unified total_budget"
+        ),
     ),
     Knob(
         "gpus",
@@ -294,6 +300,7 @@ KNOBS: Final[tuple[Knob, ...]] = (
         status=_DEPRECATED,
         units="partitions",
         minimum=0,
+        start_warning="synthesis.partition_workers is deprecated — concurrency is now managed by the memory budget",
     ),
     Knob(
         "pipeline",
@@ -381,6 +388,7 @@ KNOBS: Final[tuple[Knob, ...]] = (
         "From an older config generation: accepted, warned about at start, ignored; SRS is loaded on first use "
         "or through the PreloadSRS call.",
         status=_DEPRECATED,
+        start_warning="srs.preload is deprecated — SRS is loaded on demand",
     ),
     Knob(
         "logging",

@@ -243,6 +243,12 @@ def test_deprecated_knobs_still_need_the_right_type() -> None:
     assert problem.severity is Severity.ERROR
 
 
+def test_exactly_the_deprecated_knobs_carry_the_daemons_start_warning() -> None:
+    warned = {k.name: k.start_warning for k in KNOBS if k.start_warning}
+    assert set(warned) == {k.name for k in KNOBS if k.status is Status.DEPRECATED}
+    assert all(text.startswith(f"{name} is deprecated — ") for name, text in warned.items())
+
+
 def test_document_unknown_keys_are_info_with_a_suggestion() -> None:
     problems = validate_document({"memory": {"totl_budget": "1GiB"}, "memroy": {}})
     assert {(p.severity, p.key) for p in problems} == {

@@ -5,13 +5,16 @@ from __future__ import annotations
 import os
 import subprocess
 import tomllib
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 import pytest
 from engine_harness import engine_command, free_port
 
-from engine.config import Config, ConfigError, parse_config
+from cuzktui.knobs import KNOBS, Knob, KnobType, Severity, Status, validate_document
+from cuzktui.units import parse_duration, parse_size
+from engine.config import KNOB_FIELDS, Config, ConfigError, parse_config
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -84,6 +87,61 @@ def test_defaults_and_auto_budget() -> None:
     assert (c.max_parallel_synthesis, c.gpu_workers_per_device, c.max_batch_wait_ms) == (18, 2, 10000)
 
 
+def schema_default(k: Knob) -> Any:
+    """The knob's default as the engine should hold it: sizes in bytes, durations in seconds, "auto" as None."""
+    if not isinstance(k.default, str):
+        return k.default
+    if k.type is KnobType.BUDGET:
+        return None if k.default == "auto" else parse_size(k.default)
+    if k.type is KnobType.SIZE:
+        return parse_size(k.default)
+    return parse_duration(k.default) if k.type is KnobType.DURATION else k.default
+
+
+@pytest.mark.parametrize("k", KNOBS, ids=lambda k: k.name)
+def test_engine_defaults_are_the_schemas(k: Knob) -> None:
+    if k.name not in KNOB_FIELDS:
+        # Only what the engine never reads may lack a field: deprecated keys and the never-read log format.
+        assert k.status is Status.DEPRECATED or k.name == "logging.format"
+        assert k.default is None
+        return
+    assert attrgetter(KNOB_FIELDS[k.name])(Config()) == schema_default(k)
+
+
+def test_writing_every_default_explicitly_changes_nothing() -> None:
+    doc: dict[str, dict[str, Any]] = {}
+    for k in KNOBS:
+        if k.default is not None:
+            doc.setdefault(k.section, {})[k.key] = k.default
+    assert parse_config(doc) == Config()
+
+
+def test_schema_warnings_are_not_fatal() -> None:
+    text = """
+        [daemon]
+        listen = "0.0.0.0:9820"
+        status_listen = "[::]:9821"
+        [memory]
+        total_budget = "1GiB"
+        [scheduler]
+        sort_by_type = false
+        [pipeline]
+        slot_size = 3
+        [logging]
+        level = "cuzk_core"
+        format = "json"
+        """
+    doc = tomllib.loads(text)
+    assert {p.severity for p in validate_document(doc)} == {Severity.WARNING}
+    c = parse_config(doc)
+    assert (c.listen, c.status_listen, c.total_budget) == ("0.0.0.0:9820", "[::]:9821", 1 << 30)
+    assert (c.sort_by_type, c.slot_size, c.log_level) == (False, 3, "cuzk_core")
+
+
+def test_zero_cpus_is_read_as_one() -> None:
+    assert parse("[engine]\ncpus = 0\n").engine.cpus == 1
+
+
 def test_deprecated_keys_are_accepted_and_reported() -> None:
     c = parse(
         '[memory]\npinned_budget = "10GiB"\nworking_memory_budget = "1GiB"\n'
@@ -101,15 +159,31 @@ def test_deprecated_keys_are_accepted_and_reported() -> None:
     ("text", "message"),
     [
         ('[memory]\ntotal_budget = "1.5GiB"\n', "memory.total_budget: '1.5GiB': only a whole number may stand"),
+        ('[memory]\ntotal_budget = "Auto"\n', "memory.total_budget: 'Auto' is not a size"),
         ('[memory]\nsafety_margin = "5gib"\n', "memory.safety_margin: '5gib' is not a size"),
         ('[memory]\neviction_min_idle = "1h"\n', "memory.eviction_min_idle: '1h' is not a duration"),
-        ("[memory]\ntotal_budget = 400\n", "memory.total_budget: expected a string, found an integer"),
-        ('[pipeline]\nmax_parallel_synthesis = "18"\n', "pipeline.max_parallel_synthesis: expected an integer"),
-        ("[pipeline]\nmax_parallel_synthesis = -1\n", "pipeline.max_parallel_synthesis: must not be negative"),
-        ("[gpus]\ndevices = [0, -1]\n", "gpus.devices[1]: must not be negative"),
-        ('[pipeline]\nenabled = "yes"\n', "pipeline.enabled: expected a boolean"),
-        ("[engine]\ntime_scale = 0\n", "engine.time_scale: must be greater than 0"),
-        ('daemon = "x"\n', "daemon: expected a table"),
+        ("[memory]\ntotal_budget = 400\n", "memory.total_budget: must be a string, got integer 400"),
+        ('[pipeline]\nmax_parallel_synthesis = "18"\n', "pipeline.max_parallel_synthesis: must be an integer, got"),
+        (
+            "[pipeline]\nmax_parallel_synthesis = -1\n",
+            "pipeline.max_parallel_synthesis: must be an integer ≥ 0, got -1",
+        ),
+        ("[gpus]\ndevices = [0, -1]\n", "gpus.devices: must hold integers ≥ 0, got -1"),
+        ('[gpus]\ndevices = [0, "1"]\n', "gpus.devices: must be an array of integers, got array"),
+        ('[pipeline]\nenabled = "yes"\n', "pipeline.enabled: must be true or false, got string 'yes'"),
+        ("[engine]\ntime_scale = 0\n", "engine.time_scale: must be a number > 0, got 0"),
+        ("[engine]\nmemory_scale = 2\n", "engine.memory_scale: must be a number > 0 and ≤ 1, got 2"),
+        ('[engine]\ngpu_memory = "80G"\n', "engine.gpu_memory: '80G' is not a size"),
+        ('daemon = "x"\n', "daemon: must be a table ([daemon]), got string 'x'"),
+        # Every error of the schema's validator is fatal, beyond types and units:
+        ('[daemon]\nlisten = "localhost:9820"\n', "daemon.listen: 'localhost:9820' — the daemon needs a literal IP"),
+        ('[daemon]\nstatus_listen = "9821"\n', "daemon.status_listen: '9821' — needs host:port"),
+        ('[logging]\nlevel = "info,x=loud"\n', "logging.level: 'x=loud': 'loud' is not a level"),
+        ('[srs]\nparam_cache = ""\n', "srs.param_cache: must name a directory"),
+        # Deprecated and inert keys are ignored, but their types are still the daemon's.
+        ("[synthesis]\npartition_workers = -1\n", "synthesis.partition_workers: must be an integer ≥ 0, got -1"),
+        ('[srs]\npreload = "porep-32g"\n', "srs.preload: must be an array of strings, got string"),
+        ("[logging]\nformat = 1\n", "logging.format: must be a string, got integer 1"),
     ],
 )
 def test_bad_values_name_the_key(text: str, message: str) -> None:
@@ -134,10 +208,10 @@ def run_engine(*args: str, env: dict[str, str] | None = None, timeout: float = 2
     [
         (
             "[pipeline]\nmax_parallel_synthesis = 1.5\n",
-            "pipeline.max_parallel_synthesis: expected an integer, found a float",
+            "pipeline.max_parallel_synthesis: must be an integer, got float 1.5",
         ),
         ('[memory]\ntotal_budget = "1.5GiB"\n', "memory.total_budget: '1.5GiB': only a whole number may stand before"),
-        ("[gpus]\ngpu_workers_per_device = -2\n", "gpus.gpu_workers_per_device: must not be negative, found -2"),
+        ("[gpus]\ngpu_workers_per_device = -2\n", "gpus.gpu_workers_per_device: must be an integer ≥ 0, got -2"),
     ],
     ids=["wrong-type", "bad-unit", "negative-count"],
 )
