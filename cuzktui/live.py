@@ -81,6 +81,16 @@ def default_engine_config(session_dir: Path, profile_gib: int | None) -> str:
     return build_config(values)
 
 
+def with_profile(config_text: str, profile_gib: int) -> str:
+    """An engine config that emulates a box of ``profile_gib`` GiB ("auto" budgets read it), unless the
+    config already says which box it emulates."""
+    doc = ConfigDocument.parse(config_text)
+    if doc.is_set("engine", "mem_total"):
+        return config_text
+    doc.set("engine", "mem_total", f"{profile_gib}GiB")
+    return doc.text()
+
+
 def profile_memory_limit(profile_gib: int, memory_scale: float) -> int:
     """Real bytes of the cgroup that makes the engine behave like a box of ``profile_gib`` GiB."""
     return int(profile_gib * GiB * memory_scale)
@@ -135,8 +145,10 @@ class LiveController:
         else:
             self._config_text = self._initial_config()
             limit = o.memory_limit
-            if limit is None and o.profile_gib is not None and o.program.mode == "engine":
-                limit = self._profile_limit(o.profile_gib)
+            if o.profile_gib is not None and o.program.mode == "engine":
+                self._config_text = with_profile(self._config_text, o.profile_gib)
+                if limit is None:
+                    limit = self._profile_limit(o.profile_gib)
             self.supervisor = Supervisor(self.session, o.program, memory_limit=limit, on_progress=self._progress)
             self._tasks.append(asyncio.create_task(self._launch(self._config_text, ())))
         self._recorder = DaemonRecorder(self.supervisor, self._record, o.sample_interval)

@@ -17,6 +17,7 @@ from cuzktui.live import (
     LiveOptions,
     default_engine_config,
     profile_memory_limit,
+    with_profile,
 )
 from cuzktui.units import GiB
 from tests.conftest import engine_config_text, memory_cgroup_or_skip, require_engine
@@ -29,6 +30,14 @@ def test_default_engine_config_is_valid_loopback_only_and_emulates_a_box(tmp_pat
     assert str(doc.get("daemon", "status_listen")).startswith("127.0.0.1:")
     assert doc.get("engine", "mem_total") == "256GiB"
     assert ConfigDocument.parse(default_engine_config(tmp_path, 512)).get("engine", "mem_total") == "512GiB"
+
+
+def test_a_profile_sets_the_emulated_ram_unless_the_config_already_does() -> None:
+    doc = ConfigDocument.parse(with_profile("# mine\n[pipeline]\nmax_parallel_synthesis = 4\n", 512))
+    assert doc.get("engine", "mem_total") == "512GiB" and doc.get("pipeline", "max_parallel_synthesis") == 4
+    assert doc.text().startswith("# mine\n")
+    explicit = '[engine]\nmem_total = "128GiB"\n'
+    assert with_profile(explicit, 512) == explicit
 
 
 def test_a_profile_is_a_cgroup_of_the_box_size_in_real_bytes() -> None:
