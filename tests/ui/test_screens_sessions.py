@@ -107,3 +107,18 @@ def test_snapshot_sessions_compare(snap_compare: object, tmp_path: Path, monkeyp
         await pilot.pause()  # type: ignore[attr-defined]
 
     assert snap_compare(make_app(root), terminal_size=(120, 40), run_before=compare)  # type: ignore[operator]
+
+
+def test_an_engine_sessions_memory_is_compared_in_the_units_of_its_box(tmp_path: Path) -> None:
+    from cuzktui.session import read_session_info
+    from cuzktui.ui.screens.sessions import summarize
+
+    launched = ev.DaemonLaunched(
+        t=T0, mode="engine", pid=1, command=(), config_path=None, listen="x", log_path=None,
+        memory_limit_bytes=GiB, memory_scale=1 / 256,
+    )  # fmt: skip
+    path = record(tmp_path, "box", T0, "200GiB", [launched, ev.MemorySample(T0 + 1, GiB // 2)])
+    info = read_session_info(path)
+    assert info is not None
+    summary = summarize(info)
+    assert (summary.peak_rss_bytes, summary.limit_bytes) == (128 * GiB, 256 * GiB)

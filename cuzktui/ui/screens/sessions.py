@@ -24,6 +24,7 @@ from textual.widgets import DataTable, Footer, Static
 from ... import events as ev
 from ...config import ConfigDocument, ConfigError, diff, load_config
 from ...controller import Controller
+from ...daemon_facts import nominal_bytes
 from ...session import CONFIG_DIR, SessionInfo, iter_session_events, list_sessions
 from ...units import format_size
 from ..widgets.header import screen_header
@@ -48,8 +49,8 @@ class SessionSummary:
     proofs_per_hour: float | None
     oom_kills: int
     restarts: int
-    peak_rss_bytes: int | None
-    limit_bytes: int | None
+    peak_rss_bytes: float | None  # an engine's in the emulated box's units, like the dashboard
+    limit_bytes: float | None
     config: ConfigDocument | None
     config_name: str
 
@@ -58,8 +59,9 @@ def summarize(info: SessionInfo) -> SessionSummary:
     """Read one session (blocking: run it in a worker)."""
     completed = failed = oom = restarts = 0
     per_hour: float | None = None
-    peak: int | None = None
-    limit: int | None = None
+    peak: float | None = None
+    limit: float | None = None
+    scale: float | None = None  # the running engine's memory_scale
     # Only observed events carry these figures; skipping the daemon log keeps this fast.
     for event in iter_session_events(info.path, log_path=os.devnull):
         if isinstance(event, ev.ProofFinished):
@@ -75,11 +77,15 @@ def summarize(info: SessionInfo) -> SessionSummary:
             oom += 1
         elif isinstance(event, ev.MemorySample):
             if event.rss_bytes is not None:
-                peak = max(peak or 0, event.rss_bytes)
+                peak = max(peak or 0.0, nominal_bytes(event.rss_bytes, scale))
             if event.cgroup_limit_bytes is not None:
-                limit = event.cgroup_limit_bytes if limit is None else min(limit, event.cgroup_limit_bytes)
-        elif isinstance(event, ev.DaemonLaunched) and event.memory_limit_bytes is not None:
-            limit = event.memory_limit_bytes if limit is None else min(limit, event.memory_limit_bytes)
+                sampled = nominal_bytes(event.cgroup_limit_bytes, scale)
+                limit = sampled if limit is None else min(limit, sampled)
+        elif isinstance(event, ev.DaemonLaunched):
+            scale = event.memory_scale
+            if event.memory_limit_bytes is not None:
+                launched = nominal_bytes(event.memory_limit_bytes, scale)
+                limit = launched if limit is None else min(limit, launched)
     versions = sorted((info.path / CONFIG_DIR).glob("v[0-9][0-9][0-9]*.toml"))
     config: ConfigDocument | None = None
     config_name = "no config recorded"
