@@ -162,7 +162,10 @@ class LiveController:
             try:
                 doc = load_config(path)
             except ConfigError as error:
-                raise ControllerError(str(error)) from error
+                raise ControllerError(
+                    f"{error} — nothing was launched and the file is untouched; fix it "
+                    f"(cuzk-tui config check {path}) and start again"
+                ) from error
             for problem in doc.problems():
                 if problem.severity is Severity.ERROR:
                     self._notice("error", f"{path}: {problem}")
@@ -268,6 +271,8 @@ class LiveController:
             raise ControllerError("an attached daemon cannot be reconfigured from here: restart it yourself")
         if self.bench_running():
             raise ControllerError("a benchmark is running: cancel it or wait, then apply")
+        if self.supervisor is None:
+            raise ControllerError("no daemon was launched (see the start error)")
         doc = ConfigDocument.parse(self._config_text or "")
         doc.update(dict(changes))
         errors = [str(p) for p in doc.problems() if p.severity is Severity.ERROR]
@@ -278,7 +283,6 @@ class LiveController:
             save_atomic(text, self.options.config_file)
         self._config_text = text
         s = self.supervisor
-        assert s is not None
         if s.running:
             self._notice("info", "draining: waiting for work in flight before the restart")
             try:
@@ -295,7 +299,8 @@ class LiveController:
         if self.bench_running():
             raise ControllerError("a benchmark is already running")
         s, session = self.supervisor, self.session
-        assert s is not None and session is not None
+        if s is None or session is None:
+            raise ControllerError("no daemon was launched (see the start error)")
         if s.running:
             await s.stop()  # the runner takes the daemon over (see the module docstring)
         config_path = session.path / "bench-config.toml"

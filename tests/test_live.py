@@ -85,3 +85,20 @@ async def test_a_profile_runs_the_engine_as_that_box_inside_a_real_memory_cgroup
         await controller.shutdown(stop_daemon=True)
     assert not controller.daemon_running()
     assert not cgroup_path.exists(), "the cgroup is removed with the daemon"
+
+
+async def test_a_corrupt_config_launches_nothing_and_says_how_to_fix_it(tmp_path: Path) -> None:
+    from cuzktui.supervisor import engine_program
+
+    config = tmp_path / "cuzk.toml"
+    config.write_text("[pipeline\nmax_parallel_synthesis = 3\n")
+    controller = LiveController(LiveOptions(program=engine_program(), config_file=config, session_dir=tmp_path / "s"))
+    try:
+        with pytest.raises(ControllerError, match=r"cuzk\.toml:1:.*config check"):
+            await controller.start()
+        assert config.read_text() == "[pipeline\nmax_parallel_synthesis = 3\n", "the file is untouched"
+        with pytest.raises(ControllerError, match="no daemon was launched"):
+            await controller.apply_config({"pipeline.max_parallel_synthesis": 4})
+        assert not controller.daemon_running()
+    finally:
+        await controller.shutdown(stop_daemon=True)
