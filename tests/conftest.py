@@ -9,6 +9,7 @@ cannot create memory cgroups. Every process and cgroup made here is removed at t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import os
 import signal
@@ -48,6 +49,19 @@ def engine_config_text(sections: Mapping[str, Mapping[str, Any]] | None = None, 
     for section, values in {**(sections or {}), **kwargs}.items():
         merged.setdefault(section, {}).update(values)
     return tomlkit.dumps(merged)
+
+
+def alive(pid: int) -> bool:
+    """Whether a process still runs; a zombie not yet reaped by its parent counts as gone."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    return True
 
 
 def fast_engine_config(socket_dir: Path) -> str:

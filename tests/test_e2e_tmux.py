@@ -27,7 +27,7 @@ import pytest
 
 from cuzktui import events as ev
 from cuzktui.session import iter_session_events
-from tests.conftest import fast_engine_config
+from tests.conftest import alive, fast_engine_config
 
 pytestmark = [
     pytest.mark.slow,
@@ -37,18 +37,6 @@ pytestmark = [
 CUZK_TUI = Path(sys.executable).with_name("cuzk-tui")
 WIDTH, HEIGHT = 120, 40
 BENCH_S = 120.0
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError):  # a zombie waiting for its parent counts as gone
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    return True
 
 
 def recorded_pids(session: Path) -> list[int]:

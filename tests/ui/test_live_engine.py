@@ -43,7 +43,7 @@ from cuzktui.ui.theme import Palette
 from cuzktui.ui.widgets.form import ConfirmModal
 from cuzktui.ui.widgets.panels import Panel
 from cuzktui.ui.widgets.waterfall import PHASES, WaterfallView
-from tests.conftest import fast_engine_config
+from tests.conftest import alive, fast_engine_config
 
 pytestmark = pytest.mark.slow
 
@@ -65,20 +65,6 @@ def short_dir() -> Iterator[Path]:
 def launched_pids(session_dir: Path) -> list[int]:
     """Every daemon pid the session recorded (the TUI's runs and the benchmark runner's)."""
     return [e.pid for e in iter_session_events(session_dir) if isinstance(e, ev.DaemonLaunched) and e.pid]
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (not yet reaped by its parent) is gone for our purposes.
-    with contextlib.suppress(OSError):
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        return state != "Z"
-    return True
 
 
 def wait_gone(pids: list[int], timeout: float) -> list[int]:
