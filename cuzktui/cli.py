@@ -14,7 +14,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-KINDS = ("porep", "snap", "wpost", "winning")
+from .daemon_facts import CLI_KINDS
 
 
 def _add_daemon_choice(parser: argparse.ArgumentParser) -> None:
@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECTION.KEY=VALUE",
         help="override one config value (repeatable)",
     )
-    bench.add_argument("--kind", choices=KINDS, default="porep")
+    bench.add_argument("--kind", choices=CLI_KINDS, default="porep")
     bench.add_argument("--count", type=int, default=3, metavar="N")
     bench.add_argument("--concurrency", type=int, default=1, metavar="C")
     bench.add_argument("--input", metavar="FILE", help="C1 output JSON (porep) or vanilla proof file")

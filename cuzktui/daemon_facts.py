@@ -68,6 +68,8 @@ KINDS: Final[dict[ProofKind, KindFacts]] = {
 
 BY_CLI_NAME: Final[dict[str, KindFacts]] = {k.cli_name: k for k in KINDS.values()}
 BY_DISPLAY: Final[dict[str, KindFacts]] = {k.display: k for k in KINDS.values()}
+# The names a user types (`--kind`, `--run-bench KIND:…`, the Bench screen), in wire-enum order.
+CLI_KINDS: Final[tuple[str, ...]] = tuple(BY_CLI_NAME)
 
 # The budget's unit of admission: the daemon sizes its synthesis workers as budget // 14 GiB
 # whatever the workload (reference §3.10).

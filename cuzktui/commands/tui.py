@@ -7,12 +7,11 @@ import sys
 from pathlib import Path
 
 from ..controller import BenchRequest, Controller
+from ..daemon_facts import CLI_KINDS
 from ..live import AttachTarget, LiveController, LiveOptions
 from ..replay import ReplayController
 from ..supervisor import choose_program
 from ..units import UnitError, parse_size
-
-KINDS = ("porep", "snap", "wpost", "winning")
 
 
 class UsageError(ValueError):
@@ -22,9 +21,9 @@ class UsageError(ValueError):
 def parse_run_bench(text: str) -> BenchRequest:
     """``KIND:COUNT:CONCURRENCY`` (e.g. ``porep:3:2``) as a benchmark request."""
     parts = text.split(":")
-    if len(parts) != 3 or parts[0] not in KINDS or not all(p.isdigit() and int(p) > 0 for p in parts[1:]):
+    if len(parts) != 3 or parts[0] not in CLI_KINDS or not all(p.isdigit() and int(p) > 0 for p in parts[1:]):
         raise UsageError(
-            f"--run-bench {text!r}: expected KIND:COUNT:CONCURRENCY with KIND one of {', '.join(KINDS)} "
+            f"--run-bench {text!r}: expected KIND:COUNT:CONCURRENCY with KIND one of {', '.join(CLI_KINDS)} "
             "and positive whole numbers, e.g. porep:3:2"
         )
     return BenchRequest(parts[0], int(parts[1]), int(parts[2]))

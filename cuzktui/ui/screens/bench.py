@@ -18,10 +18,10 @@ from textual.widgets import DataTable, Footer, Input, Label, ProgressBar, Select
 
 from ... import events as ev
 from ...controller import BenchRequest, Controller
+from ...daemon_facts import CLI_KINDS
 from ...model import BenchState
 from ..widgets.header import screen_header
 
-KINDS = ("porep", "snap", "wpost", "winning")
 COLUMNS = ("#", "job id", "status", "queue s", "synth s", "GPU s", "total s", "wall s", "note")
 NOTE_WIDTH = 44
 _STATUS_STYLE = {"COMPLETED": "green", "FAILED": "bold red", "LOST": "bold red"}
@@ -130,7 +130,7 @@ class BenchScreen(Screen[None]):
             with Vertical(id="bench-kind-col"):
                 yield Label("kind")
                 yield Select(
-                    [(k, k) for k in KINDS], value="porep", allow_blank=False, id="bench-kind", disabled=disabled
+                    [(k, k) for k in CLI_KINDS], value="porep", allow_blank=False, id="bench-kind", disabled=disabled
                 )
             for name, value in (("count", "10"), ("concurrency", "2"), ("OOM retries", "3")):
                 with Vertical():
