@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,41 +19,25 @@ from . import events as ev
 from .config import ConfigError, load_config
 from .controller import BenchRequest, Identity
 from .model import SessionModel
-from .session import iter_session_events
+from .session import SessionFollower
 
 
 class ReplayError(Exception):
     """The replay source cannot be opened (missing, unreadable, neither a session nor a log)."""
 
 
-def event_time(event: ev.Event, previous: float) -> float:
-    """The time an event happened: ``t`` when observed, the printed timestamp of a log line, else the last one."""
-    t = getattr(event, "t", None)
-    if isinstance(t, int | float):
-        return float(t)
-    ts = getattr(event, "ts", None)
-    if isinstance(ts, int | float):
-        return float(ts)
-    return previous
-
-
 def load_events(source: Path) -> list[tuple[float, ev.Event]]:
     """Every event of a session directory or raw log with its time, in replay order."""
     if source.is_dir():
-        stream: Iterable[ev.Event] = iter_session_events(source)
+        follower = SessionFollower(source)
     elif source.is_file():
-        stream = iter_session_events(source.parent, log_path=source)
+        follower = SessionFollower(source.parent, log_path=source)
     else:
         raise ReplayError(f"{source}: no such session directory or log file")
-    keyed: list[tuple[float, ev.Event]] = []
-    last = 0.0
     try:
-        for event in stream:
-            last = max(last, event_time(event, last))
-            keyed.append((last, event))
+        return list(follower.iter_keyed(final=True))
     except OSError as error:
         raise ReplayError(f"{source}: {error.strerror or error}") from error
-    return keyed
 
 
 class ReplayController:

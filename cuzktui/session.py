@@ -305,9 +305,14 @@ class SessionFollower:
         self._log = LogFollower(Path(log_path) if log_path is not None else self.path / DAEMON_LOG)
         self._events = _EventsReader(self.path / EVENTS_FILE)
 
+    def iter_keyed(self, final: bool = False) -> Iterator[_Keyed]:
+        """New events merged by time, each with the time it is placed at (a replay's cursor axis);
+        ``final`` also takes an unterminated last line (end of a replay)."""
+        return heapq.merge(self._log.read(final), self._events.read(final), key=itemgetter(0))
+
     def iter_new(self, final: bool = False) -> Iterator[ev.Event]:
-        """Lazily merged new events; ``final`` also takes an unterminated last line (end of a replay)."""
-        for _, event in heapq.merge(self._log.read(final), self._events.read(final), key=itemgetter(0)):
+        """Lazily merged new events (see :meth:`iter_keyed`)."""
+        for _, event in self.iter_keyed(final):
             yield event
 
     def poll(self) -> list[ev.Event]:
