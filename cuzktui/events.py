@@ -334,6 +334,9 @@ class GpuSample:
     total_bytes: int | None
     utilization_pct: float | None = None
     source: Literal["nvml", "daemon"] = "nvml"
+    # The daemon's own share of ``used_bytes`` (its process tree, from NVML's per-process list);
+    # None where NVML cannot attribute memory to processes (unsupported, or another PID namespace).
+    daemon_used_bytes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -122,6 +122,7 @@ class GpuState:
     source: Literal["nvml", "daemon"]
     total_bytes: int | None = None
     used: Series = field(default_factory=Series)
+    daemon_used: Series = field(default_factory=Series)
     utilization: Series = field(default_factory=Series)
 
 
@@ -268,6 +269,8 @@ class SessionModel:
             gpu.total_bytes = sample.total_bytes
         if sample.used_bytes is not None:
             gpu.used.append(sample.t, sample.used_bytes)
+        if sample.daemon_used_bytes is not None:
+            gpu.daemon_used.append(sample.t, sample.daemon_used_bytes)
         if sample.utilization_pct is not None:
             gpu.utilization.append(sample.t, sample.utilization_pct)
         self.memory_version += 1

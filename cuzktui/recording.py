@@ -76,7 +76,7 @@ class DaemonRecorder:
         if memory is not None:
             memory.set_budget(*self._budget)
             samples.extend(self._engine_view(sample) for sample in memory.sample())
-        samples.extend(self._gpu.sample())
+        samples.extend(self._gpu.sample(memory.tree_pids() if memory is not None else ()))
         return samples
 
     def _memory_sampler(self) -> ProcessTreeSampler | None:

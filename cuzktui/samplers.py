@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -82,6 +82,15 @@ class ProcessTreeSampler:
                 total += child.memory_info().rss
         return total
 
+    def tree_pids(self) -> list[int]:
+        """The process and its descendants (empty when it is gone): whose GPU memory is the daemon's."""
+        if self._process is None:
+            return []
+        try:
+            return [self._process.pid, *(child.pid for child in self._process.children(recursive=True))]
+        except psutil.Error:
+            return []
+
     def cgroup(self) -> CgroupMemory | None:
         if self._cgroup_dir is not None:
             return read_cgroup_memory(self._cgroup_dir) if self._cgroup_dir.is_dir() else None
@@ -128,8 +137,13 @@ class GpuSampler:
     Call :meth:`close` to shut NVML down.
     """
 
-    def __init__(self, *, nvml: Any = None, clock: Clock = time.time) -> None:
+    def __init__(
+        self, *, nvml: Any = None, clock: Clock = time.time, pid_exists: Callable[[int], bool] = psutil.pid_exists
+    ) -> None:
         self._clock = clock
+        self._pid_exists = pid_exists
+        # Per process-list kind, the NVML entry point this driver has (found on first use).
+        self._process_lists: dict[str, Callable[[Any], Any] | None] = {}
         self._nvml: Any = None
         self._handles: list[Any] = []
         self.devices: list[GpuDevice] = []
@@ -175,7 +189,8 @@ class GpuSampler:
         except self._nvml.NVMLError:
             return None
 
-    def sample(self) -> list[ObservedEvent]:
+    def sample(self, daemon_pids: Collection[int] = ()) -> list[ObservedEvent]:
+        """One sample per GPU; with ``daemon_pids`` (the daemon's process tree), its own share too."""
         if self._nvml is None:
             return []
         now = self._clock()
@@ -184,6 +199,7 @@ class GpuSampler:
             memory = self._call(self._nvml.nvmlDeviceGetMemoryInfo, handle)
             rates = self._call(self._nvml.nvmlDeviceGetUtilizationRates, handle)
             utilization = _int_attr(rates, "gpu")
+            processes = self.process_memory(handle) if daemon_pids else None
             samples.append(
                 GpuSample(
                     t=now,
@@ -193,9 +209,63 @@ class GpuSampler:
                     total_bytes=_int_attr(memory, "total"),
                     utilization_pct=float(utilization) if utilization is not None else None,
                     source="nvml",
+                    daemon_used_bytes=daemon_share(processes, daemon_pids, self._pid_exists),
                 )
             )
         return samples
+
+    def process_memory(self, handle: Any) -> dict[int, int | None] | None:
+        """GPU memory by pid on one device (None: this driver cannot list processes).
+
+        Compute and graphics contexts are both listed (a process may hold either, or both with the
+        same memory, hence the max per pid). A used figure NVML cannot give (``None`` from the
+        binding, as under Windows WDDM or some vGPUs) stays None.
+        """
+        found = False
+        by_pid: dict[int, int | None] = {}
+        for kind in _PROCESS_LIST_KINDS:
+            entries = self._process_list(kind, handle)
+            if entries is None:
+                continue
+            found = True
+            for entry in entries:
+                pid = getattr(entry, "pid", None)
+                if not isinstance(pid, int):
+                    continue
+                used = getattr(entry, "usedGpuMemory", None)
+                used = int(used) if isinstance(used, int) else None
+                if pid not in by_pid:
+                    by_pid[pid] = used
+                else:
+                    previous = by_pid[pid]
+                    by_pid[pid] = None if previous is None or used is None else max(previous, used)
+        return by_pid if found else None
+
+    def _process_list(self, kind: str, handle: Any) -> Any:
+        """One kind of NVML process list, through the newest entry point the driver has.
+
+        Drivers older than the binding lack ``…_v3`` (NVML_ERROR_FUNCTION_NOT_FOUND): fall back to
+        ``_v2`` and then the unversioned call, and remember what worked. Not supported: None.
+        """
+        assert self._nvml is not None
+        if kind in self._process_lists:
+            chosen = self._process_lists[kind]
+            return self._call(chosen, handle) if chosen is not None else None
+        not_found = getattr(self._nvml, "NVML_ERROR_FUNCTION_NOT_FOUND", None)
+        for suffix in ("_v3", "_v2", ""):
+            function = getattr(self._nvml, f"nvmlDeviceGet{kind}RunningProcesses{suffix}", None)
+            if function is None:
+                continue
+            try:
+                entries = function(handle)
+            except self._nvml.NVMLError as exc:
+                if getattr(exc, "value", None) == not_found:
+                    continue
+                break  # not supported on this device, or no permission: no attribution
+            self._process_lists[kind] = function
+            return entries
+        self._process_lists[kind] = None
+        return None
 
     def close(self) -> None:
         if self._nvml is not None:
@@ -204,6 +274,29 @@ class GpuSampler:
             self._nvml = None
             self._handles = []
             self.state = "closed"
+
+
+_PROCESS_LIST_KINDS: Final = ("Compute", "Graphics")
+
+
+def daemon_share(
+    processes: Mapping[int, int | None] | None, daemon_pids: Collection[int], pid_exists: Callable[[int], bool]
+) -> int | None:
+    """The daemon's bytes on one GPU from NVML's per-process list; None when they cannot be known.
+
+    NVML reports pids of the host's PID namespace. Inside a container those pids are not ours: when
+    the GPU has processes and none of their pids exists here, a missing daemon pid proves nothing,
+    so the share is unknown rather than 0.
+    """
+    if processes is None or not daemon_pids:
+        return None
+    ours = [pid for pid in daemon_pids if pid in processes]
+    if ours:
+        used = [processes[pid] for pid in ours]
+        return None if any(u is None for u in used) else sum(u for u in used if u is not None)
+    if processes and not any(pid_exists(pid) for pid in processes):
+        return None
+    return 0
 
 
 def _nvml_reason(module: Any, exc: BaseException) -> str:

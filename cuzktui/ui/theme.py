@@ -36,6 +36,7 @@ _FALLBACKS: Final[dict[tuple[bool, bool], dict[str, str]]] = {
         "mem-budget": "ansi_yellow",
         "mem-oom": "ansi_bright_red",
         "gpu-mem": "ansi_green",
+        "gpu-daemon": "ansi_cyan",
         "gpu-util": "ansi_yellow",
     },
     (False, True): {
@@ -51,6 +52,7 @@ _FALLBACKS: Final[dict[tuple[bool, bool], dict[str, str]]] = {
         "mem-budget": "#d4a72c",
         "mem-oom": "#ff7b72",
         "gpu-mem": "#57ab5a",
+        "gpu-daemon": "#6cb6ff",
         "gpu-util": "#f0a742",
     },
     (False, False): {
@@ -66,6 +68,7 @@ _FALLBACKS: Final[dict[tuple[bool, bool], dict[str, str]]] = {
         "mem-budget": "#9a6700",
         "mem-oom": "#a40e26",
         "gpu-mem": "#1a7f37",
+        "gpu-daemon": "#0969da",
         "gpu-util": "#bc4c00",
     },
 }

@@ -69,6 +69,10 @@ def gpu_spec(model: SessionModel, gpu: GpuState) -> ChartSpec:
         last = gpu.used.last()
         value = f"{format_size(last[1])}/{format_size(total)}" if last else ""
         lines.append(Line("mem", "gpu-mem", used, "#", value))
+        own = gpu.daemon_used.last()
+        if own is not None:  # NVML could attribute memory to the daemon's processes
+            share = tuple((t, 100.0 * v / total) for t, v in gpu.daemon_used.points())
+            lines.append(Line("daemon", "gpu-daemon", share, "d", format_size(own[1])))
     util = gpu.utilization.last()
     lines.append(Line("util", "gpu-util", tuple(gpu.utilization.points()), "o", f"{util[1]:.0f}%" if util else "n/a"))
     return ChartSpec(
