@@ -73,10 +73,19 @@ def test_create_sets_the_limit_and_remove_deletes_it(group: MemoryCgroup) -> Non
 @pytest.mark.cgroup
 @needs_cgroup
 def test_remove_kills_what_is_left_inside(group: MemoryCgroup) -> None:
-    with subprocess.Popen(_python("import time; time.sleep(60)")) as child:
+    # v1 charges a page to the group it is faulted in, and moving a task does not move its
+    # charges: the child touches its memory only once it is inside, so usage cannot read 0.
+    touch_when_told = (
+        "import sys; sys.stdin.readline(); data = b'x' * (8 << 20); print('ready', flush=True); sys.stdin.read()"
+    )
+    with subprocess.Popen(_python(touch_when_told), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as child:
+        assert child.stdin is not None and child.stdout is not None
         group.add_pid(child.pid)
         assert group.pids() == [child.pid]
-        assert (group.usage_bytes() or 0) > 0
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        assert child.stdout.readline().strip() == "ready"
+        assert (group.usage_bytes() or 0) >= 8 << 20
         group.remove(timeout=5)
         assert child.wait(timeout=5) == -9
     assert not group.path.exists()

@@ -292,7 +292,10 @@ async def test_bench_waterfall_knob_restart_then_the_session_replays(live: Live)
     assert not controller.daemon_running() and not controller.bench_running()
 
     # -- the recorded session replays: opens on the whole, space plays from the start ------
-    replay = ReplayController(live.session_dir)
+    # Playback runs on a clock the test moves: where the cursor stands never depends on how
+    # long a loaded machine took between two steps.
+    wall = [0.0]
+    replay = ReplayController(live.session_dir, clock=lambda: wall[0])
     replay_app = CuzkApp(replay, poll_interval=0.1)
     async with replay_app.run_test(size=SIZE) as pilot:
         deadline = time.monotonic() + 30
@@ -309,9 +312,11 @@ async def test_bench_waterfall_knob_restart_then_the_session_replays(live: Live)
         assert replay.cursor_t is not None and replay.cursor_t < span[0] + (span[1] - span[0]) / 2
         assert replay.model.timeline.completed < live_completed  # back at the beginning
         start = replay.cursor_t
+        wall[0] += 0.2  # at 10x: the cursor moves 2 s of the session
         while not (replay.cursor_t > start + 0.5):
             assert time.monotonic() < deadline, f"the replay cursor did not advance from {start}"
             await pilot.pause(0.1)
+        assert replay.cursor_t <= start + 2.0 + 1e-6
         assert "replay playing" in replay_app.sub_title
 
 
