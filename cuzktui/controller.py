@@ -11,9 +11,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .model import SessionModel
+
+if TYPE_CHECKING:
+    # Types only: the UI imports this module, and these live beside system, cgroup and file code
+    # the UI must not load (the import contracts in pyproject.toml ignore type-checking imports).
+    from .comparison import SessionSummary
+    from .planner import MemcheckReport
+    from .session import SessionInfo
+
+
+class ControllerError(Exception):
+    """An operator request that cannot be carried out (live or replay); the message says why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +84,27 @@ class Controller(Protocol):
 
     async def shutdown(self, stop_daemon: bool) -> None:
         """Leave: stop the daemon and a running benchmark, or leave both running for a later attach."""
+
+    @property
+    def clock(self) -> ReplayClock | None:
+        """The replay controls (a time cursor and a speed); None for a live controller."""
+        ...
+
+    def reattach_hint(self) -> str:
+        """The command that watches a daemon left running ("" when there is none to re-attach to)."""
+        ...
+
+    def memcheck_report(self) -> MemcheckReport:
+        """What this machine gives the daemon, for the running config. Blocking: call it from a thread."""
+        ...
+
+    def list_sessions(self, root: Path | None = None) -> list[SessionInfo]:
+        """The recorded sessions under ``root`` (default: the sessions directory). Blocking."""
+        ...
+
+    def summarize_session(self, info: SessionInfo) -> SessionSummary:
+        """One recorded session's figures for a comparison. Blocking."""
+        ...
 
 
 class ReplayClock(Protocol):

@@ -30,8 +30,9 @@ from . import events as ev
 from .bench import spawn_bench_process
 from .client import ClientError
 from .config import ConfigDocument, ConfigError, build_config, load_config, save_atomic
-from .controller import BenchRequest, Identity
+from .controller import BenchRequest, ControllerError, Identity, ReplayClock
 from .knobs import Severity
+from .local import LocalQueries
 from .model import SessionModel
 from .planner import gather_report
 from .recording import DaemonRecorder
@@ -41,10 +42,6 @@ from .system import CgroupError, MemoryCgroup
 from .units import GiB
 
 DRAIN_TIMEOUT_S = 600.0
-
-
-class ControllerError(Exception):
-    """An operator request that cannot be carried out; the message says why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +93,7 @@ def profile_memory_limit(profile_gib: int, memory_scale: float) -> int:
     return int(profile_gib * GiB * memory_scale)
 
 
-class LiveController:
+class LiveController(LocalQueries):
     """Drives a live daemon for the UI (implements :class:`cuzktui.controller.Controller`)."""
 
     def __init__(self, options: LiveOptions) -> None:
@@ -360,6 +357,10 @@ class LiveController:
                 await self.supervisor.close(stop=stop_daemon)
         if self.session is not None:
             self.session.close()
+
+    @property
+    def clock(self) -> ReplayClock | None:
+        return None
 
     def reattach_hint(self) -> str:
         """What to type later to watch a daemon left running."""

@@ -17,13 +17,10 @@ from typing import Any
 
 from . import events as ev
 from .config import ConfigError, load_config
-from .controller import BenchRequest, Identity
+from .controller import BenchRequest, ControllerError, Identity, ReplayClock
+from .local import LocalQueries
 from .model import SessionModel
 from .session import SessionFollower
-
-
-class ReplayError(Exception):
-    """The replay source cannot be opened (missing, unreadable, neither a session nor a log)."""
 
 
 def load_events(source: Path) -> list[tuple[float, ev.Event]]:
@@ -33,14 +30,14 @@ def load_events(source: Path) -> list[tuple[float, ev.Event]]:
     elif source.is_file():
         follower = SessionFollower(source.parent, log_path=source)
     else:
-        raise ReplayError(f"{source}: no such session directory or log file")
+        raise ControllerError(f"{source}: no such session directory or log file")
     try:
         return list(follower.iter_keyed(final=True))
     except OSError as error:
-        raise ReplayError(f"{source}: {error.strerror or error}") from error
+        raise ControllerError(f"{source}: {error.strerror or error}") from error
 
 
-class ReplayController:
+class ReplayController(LocalQueries):
     """A read-only controller over recorded events with a time cursor (implements ReplayClock)."""
 
     def __init__(self, source: Path, clock: Callable[[], float] = time.monotonic) -> None:
@@ -141,10 +138,10 @@ class ReplayController:
             return {}
 
     async def apply_config(self, changes: Mapping[str, Any]) -> None:
-        raise ReplayError("a replay is read-only")
+        raise ControllerError("a replay is read-only")
 
     async def start_bench(self, request: BenchRequest) -> None:
-        raise ReplayError("a replay is read-only")
+        raise ControllerError("a replay is read-only")
 
     async def cancel_bench(self) -> None:
         return None
@@ -160,3 +157,10 @@ class ReplayController:
 
     async def shutdown(self, stop_daemon: bool) -> None:
         return None
+
+    @property
+    def clock(self) -> ReplayClock | None:
+        return self
+
+    def reattach_hint(self) -> str:
+        return ""

@@ -107,3 +107,15 @@ def format_size(n: int | float) -> str:
             scaled = value / scale
             return f"{scaled:.0f} {unit}" if scaled == int(scaled) or abs(scaled) >= 100 else f"{scaled:.1f} {unit}"
     return f"{int(value)} B"
+
+
+def format_duration(seconds: float) -> str:
+    """``90`` → ``1m30s``: a compact, unsigned duration (whole seconds)."""
+    total = round(abs(seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m" if minutes else f"{hours}h"
+    if minutes:
+        return f"{minutes}m{secs:02d}s" if secs else f"{minutes}m"
+    return f"{secs}s"

@@ -16,28 +16,28 @@ import subprocess
 import sys
 from collections.abc import Callable
 from functools import partial
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
-from rich.text import Text
-from textual import on, work
-from textual.app import App, ComposeResult, SuspendNotSupported
+from textual import work
+from textual.app import App, SuspendNotSupported
 from textual.binding import Binding, BindingType
 from textual.command import DiscoveryHit, Hit, Hits, Provider
-from textual.containers import Grid
-from textual.screen import ModalScreen, Screen
+from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Button, Input, Label
+from textual.widgets import Input
 
-from ..controller import Controller, ReplayClock
+from ..controller import Controller
+from ..units import format_duration
+from .messages import ApplyRecommended, OpenReplay
+from .modals import QuitScreen
 from .screens.bench import BenchScreen
 from .screens.dashboard import DashboardScreen
 from .screens.knobs import KnobsScreen
 from .screens.logs import LogsScreen
-from .screens.memcheck import ApplyRecommended, MemcheckScreen
-from .screens.sessions import OpenReplay, SessionsScreen
+from .screens.memcheck import MemcheckScreen
+from .screens.sessions import SessionsScreen
 from .screens.waterfall import WaterfallScreen
 from .theme import DEFAULT_THEME, ThemeFileError, bundled_themes, variable_defaults
-from .widgets.charts import format_duration
 
 # (mode name, key, footer label, screen class): the order is the order of the number keys.
 SCREENS: tuple[tuple[str, str, str, Callable[[Controller], Screen[Any]]], ...] = (
@@ -51,14 +51,6 @@ SCREENS: tuple[tuple[str, str, str, Callable[[Controller], Screen[Any]]], ...] =
 )
 
 REPLAY_SPEEDS = (0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
-
-
-def replay_clock(controller: Controller) -> ReplayClock | None:
-    """The controller's replay controls, when it is a replay controller (duck-typed protocol)."""
-    if not controller.read_only:
-        return None
-    needed = ("cursor_t", "speed", "playing", "span", "seek", "play", "pause")
-    return cast(ReplayClock, controller) if all(hasattr(controller, n) for n in needed) else None
 
 
 class ActionsProvider(Provider):
@@ -89,46 +81,6 @@ class ActionsProvider(Provider):
             score = matcher.match(label)
             if score > 0:
                 yield Hit(score, matcher.highlight(label), run, help=help_text)
-
-
-class QuitScreen(ModalScreen[bool | None]):
-    """Asks whether to stop the daemon / benchmark or leave them running; dismisses with the choice."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("s", "choose(True)", "Stop and quit"),
-        Binding("l", "choose(False)", "Leave running"),
-        Binding("escape", "choose(None)", "Cancel"),
-    ]
-
-    def __init__(self, running: list[str], attach: str) -> None:
-        super().__init__()
-        self.running = running
-        self.attach = attach
-
-    def compose(self) -> ComposeResult:
-        attach = self.attach or "cuzk-tui attach <address>"
-        with Grid(id="quit-dialog"):
-            yield Label(
-                Text.assemble(
-                    ("Still running: ", "bold"),
-                    ", ".join(self.running),
-                    "\n\nStop them, or leave them running and re-attach later with\n  ",
-                    (attach, "bold"),
-                ),
-                id="quit-question",
-            )
-            # Plain Text: "[s]" would otherwise be read as markup and vanish.
-            yield Button(Text("Stop and quit [s]"), variant="error", id="quit-stop")
-            yield Button(Text("Leave running [l]"), variant="primary", id="quit-leave")
-            yield Button(Text("Cancel [esc]"), id="quit-cancel")
-
-    def action_choose(self, choice: bool | None) -> None:
-        self.dismiss(choice)
-
-    @on(Button.Pressed)
-    def _pressed(self, event: Button.Pressed) -> None:
-        choices: dict[str | None, bool | None] = {"quit-stop": True, "quit-leave": False}
-        self.dismiss(choices.get(event.button.id))
 
 
 class CuzkApp(App[None]):
@@ -232,7 +184,7 @@ class CuzkApp(App[None]):
         parts = [{"none": "no daemon", "starting": "starting", "ready": "ready", "dead": "DEAD"}[daemon.phase]]
         if daemon.phase == "starting" and daemon.srs_loading:
             parts[0] = f"starting: loading SRS {daemon.srs_loading}"
-        clock = replay_clock(self.controller)
+        clock = self.controller.clock
         if clock is not None:
             state = "playing" if clock.playing else "paused"
             start, end = clock.span or (model.first_t, model.last_t)
@@ -246,7 +198,7 @@ class CuzkApp(App[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("toggle_play", "speed"):
-            return replay_clock(self.controller) is not None
+            return self.controller.clock is not None
         return True
 
     async def action_show(self, mode: str) -> None:
@@ -254,7 +206,7 @@ class CuzkApp(App[None]):
         self.refresh_visible()
 
     def action_toggle_play(self) -> None:
-        clock = replay_clock(self.controller)
+        clock = self.controller.clock
         if clock is None:
             return
         if clock.playing:
@@ -269,7 +221,7 @@ class CuzkApp(App[None]):
         self.refresh_visible()
 
     def action_speed(self, step: int) -> None:
-        clock = replay_clock(self.controller)
+        clock = self.controller.clock
         if clock is None:
             return
         faster = [s for s in REPLAY_SPEEDS if s > clock.speed]
@@ -329,11 +281,7 @@ class CuzkApp(App[None]):
             if choice is not None:
                 self._leave(stop_daemon=choice)
 
-        # A live controller knows the whole command (status URL, log file); else the address will do.
-        hint = getattr(controller, "reattach_hint", None)
-        listen = controller.model.daemon.listen
-        attach = hint() if callable(hint) else (f"cuzk-tui attach {listen}" if listen else "")
-        self.push_screen(QuitScreen(running, attach), chosen)
+        self.push_screen(QuitScreen(running, controller.reattach_hint()), chosen)
 
     @work(exclusive=True, group="controller")
     async def _leave(self, stop_daemon: bool) -> None:

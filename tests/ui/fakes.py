@@ -20,7 +20,8 @@ from textual.screen import Screen
 
 from cuzktui import events as ev
 from cuzktui.config import ConfigDocument
-from cuzktui.controller import BenchRequest, Identity
+from cuzktui.controller import BenchRequest, Identity, ReplayClock
+from cuzktui.local import LocalQueries
 from cuzktui.model import SessionModel
 from cuzktui.planner import MemcheckReport, make_report
 from cuzktui.samplers import GpuDevice
@@ -179,7 +180,7 @@ def build_model(events: list[Timed], until: float | None = None) -> SessionModel
     return model
 
 
-class FakeController:
+class FakeController(LocalQueries):
     """A controller over a model (a fresh one by default) that records what the UI asks for.
 
     Tests flip its running flags, inject failures (``start_error``, ``poll_error``,
@@ -284,6 +285,14 @@ class FakeController:
     async def shutdown(self, stop_daemon: bool) -> None:
         self.shutdowns.append(stop_daemon)
 
+    @property
+    def clock(self) -> ReplayClock | None:
+        return None
+
+    def reattach_hint(self) -> str:
+        listen = self.model.daemon.listen
+        return f"cuzk-tui attach {listen}" if listen else ""
+
 
 class FakeReplay(FakeController):
     """A read-only controller with a replay clock that never moves on its own."""
@@ -293,6 +302,10 @@ class FakeReplay(FakeController):
         self.cursor_t: float | None = model.last_t
         self.speed = 10.0
         self.playing = False
+
+    @property
+    def clock(self) -> ReplayClock | None:
+        return self
 
     @property
     def span(self) -> tuple[float, float] | None:

@@ -14,13 +14,14 @@ from textual.geometry import Region
 
 from cuzktui import events as ev
 from cuzktui.model import SessionModel
-from cuzktui.ui.app import SCREENS, ActionsProvider, CuzkApp, QuitScreen
+from cuzktui.ui.app import SCREENS, ActionsProvider, CuzkApp
+from cuzktui.ui.modals import QuitScreen
 from cuzktui.ui.screens.dashboard import DashboardScreen
 from cuzktui.ui.theme import Palette, ThemeFileError, bundled_themes, load_theme
-from cuzktui.ui.widgets.charts import Chart, format_duration
+from cuzktui.ui.widgets.charts import Chart
 from cuzktui.ui.widgets.panels import Panel, pipeline_content
 from cuzktui.ui.widgets.waterfall import WaterfallView, lane_detail
-from cuzktui.units import GiB
+from cuzktui.units import GiB, format_duration
 
 
 def make_app(fake: FakeController, **options: object) -> CuzkApp:

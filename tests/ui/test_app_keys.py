@@ -6,7 +6,8 @@ from conftest import settle
 from fakes import FakeController, build_model
 from textual.widgets import Button, Input
 
-from cuzktui.ui.app import CuzkApp, QuitScreen
+from cuzktui.ui.app import CuzkApp
+from cuzktui.ui.modals import QuitScreen
 from cuzktui.ui.screens.bench import BenchScreen
 from cuzktui.ui.screens.waterfall import WaterfallScreen
 

@@ -34,13 +34,13 @@ from cuzktui.live import LiveController, LiveOptions
 from cuzktui.replay import ReplayController
 from cuzktui.session import iter_session_events
 from cuzktui.supervisor import engine_program
-from cuzktui.ui.app import CuzkApp, QuitScreen
+from cuzktui.ui.app import CuzkApp
+from cuzktui.ui.modals import ConfirmModal, QuitScreen
 from cuzktui.ui.screens.bench import BenchScreen
 from cuzktui.ui.screens.dashboard import DashboardScreen
 from cuzktui.ui.screens.knobs import KnobsScreen
 from cuzktui.ui.screens.waterfall import WaterfallScreen
 from cuzktui.ui.theme import Palette
-from cuzktui.ui.widgets.form import ConfirmModal
 from cuzktui.ui.widgets.panels import Panel
 from cuzktui.ui.widgets.waterfall import PHASES, WaterfallView
 from tests.conftest import alive, fast_engine_config

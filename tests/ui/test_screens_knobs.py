@@ -6,9 +6,10 @@ from fakes import T0, FakeController, ScreenApp
 from textual.widgets import Input, Static, Switch
 
 from cuzktui import events as ev
+from cuzktui.figures import apply_stage
 from cuzktui.knobs import KNOBS
-from cuzktui.ui.screens.knobs import KnobField, KnobsScreen, apply_stage
-from cuzktui.ui.widgets.form import ConfirmModal
+from cuzktui.ui.modals import ConfirmModal
+from cuzktui.ui.screens.knobs import KnobField, KnobsScreen
 
 RUNNING = {"memory.total_budget": "200GiB", "pipeline.max_parallel_synthesis": 12}
 

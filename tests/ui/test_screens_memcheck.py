@@ -6,10 +6,11 @@ import pytest
 from fakes import FakeController, ScreenApp, memcheck_report
 from textual.widgets import DataTable, Input, Static
 
+from cuzktui import local
 from cuzktui.planner import MemcheckReport
-from cuzktui.ui.screens import memcheck
+from cuzktui.ui.messages import ApplyRecommended
 from cuzktui.ui.screens.knobs import KnobsScreen
-from cuzktui.ui.screens.memcheck import ApplyRecommended, MemcheckScreen
+from cuzktui.ui.screens.memcheck import MemcheckScreen
 
 
 class RoutingApp(ScreenApp):
@@ -74,7 +75,7 @@ async def test_report_is_gathered_in_a_worker(monkeypatch: pytest.MonkeyPatch) -
         asked.append(listen_addresses)
         return memcheck_report()
 
-    monkeypatch.setattr(memcheck, "gather_report", gather)
+    monkeypatch.setattr(local, "gather_report", gather)
     fake = FakeController()
     app = ScreenApp(lambda: MemcheckScreen(fake), "memcheck")
     async with app.run_test(size=(120, 40)) as pilot:

@@ -11,7 +11,8 @@ from textual.widgets import DataTable, Static
 from cuzktui import events as ev
 from cuzktui.config import build_config
 from cuzktui.session import SessionWriter
-from cuzktui.ui.screens.sessions import OpenReplay, SessionsScreen
+from cuzktui.ui.messages import OpenReplay
+from cuzktui.ui.screens.sessions import SessionsScreen
 from cuzktui.units import GiB
 
 
@@ -110,8 +111,8 @@ def test_snapshot_sessions_compare(snap_compare: object, tmp_path: Path, monkeyp
 
 
 def test_an_engine_sessions_memory_is_compared_in_the_units_of_its_box(tmp_path: Path) -> None:
+    from cuzktui.comparison import summarize
     from cuzktui.session import read_session_info
-    from cuzktui.ui.screens.sessions import summarize
 
     launched = ev.DaemonLaunched(
         t=T0, mode="engine", pid=1, command=(), config_path=None, listen="x", log_path=None,

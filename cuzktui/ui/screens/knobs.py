@@ -25,6 +25,7 @@ from textual.suggester import SuggestFromList
 from textual.widgets import Collapsible, Footer, Input, Label, LoadingIndicator, Static, Switch
 
 from ...controller import Controller
+from ...figures import apply_stage
 from ...knobs import (
     KNOBS_BY_NAME,
     LEVELS,
@@ -38,8 +39,7 @@ from ...knobs import (
     parse_cli_value,
     validate_value,
 )
-from ...model import SessionModel
-from ..widgets.form import ConfirmModal
+from ..modals import ConfirmModal
 from ..widgets.header import screen_header
 
 # Rich styles, not CSS classes: the badge is part of a Text that wraps with the summary.
@@ -175,16 +175,6 @@ class KnobField(Vertical):
     @property
     def has_error(self) -> bool:
         return any(p.severity is Severity.ERROR for p in self.problems)
-
-
-def apply_stage(model: SessionModel, runs_before: int) -> str:
-    """Where an apply stands, read from the model: the daemon's run counter and phase."""
-    daemon = model.daemon
-    if daemon.runs > runs_before:
-        return "ready" if daemon.phase == "ready" else "restarting: waiting for the daemon to serve"
-    if daemon.phase in ("dead", "none"):
-        return "restarting"
-    return "saving the config and draining proofs in flight"
 
 
 class KnobsScreen(Screen[None]):

@@ -8,29 +8,23 @@ recommended" only pre-fills the Knobs form: applying stays a deliberate, confirm
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, LoadingIndicator, Static
 
 from ...controller import Controller
-from ...planner import MemcheckReport, gather_report
+from ..messages import ApplyRecommended
 from ..widgets.header import screen_header
 
+if TYPE_CHECKING:
+    from ...planner import MemcheckReport
+
 REASON_WIDTH = 60
-
-
-class ApplyRecommended(Message):
-    """Pre-fill the Knobs form with these values (``"section.key"`` → value); the app routes it."""
-
-    def __init__(self, values: dict[str, Any]) -> None:
-        super().__init__()
-        self.values = values
 
 
 def recommended_values(report: MemcheckReport) -> dict[str, Any]:
@@ -101,12 +95,10 @@ class MemcheckScreen(Screen[None]):
 
     def action_rerun(self) -> None:
         self.query_one("#memcheck-loading").display = True
-        listen = self.controller.config_values().get("daemon.listen")
-        addresses = [listen] if isinstance(listen, str) else []
 
         def work() -> None:
             # Blocking reads of /proc, the cgroup tree and NVML: never on the UI loop.
-            report = gather_report(listen_addresses=addresses)
+            report = self.controller.memcheck_report()
             self.app.call_from_thread(self._show, report)
 
         self.run_worker(work, thread=True, exclusive=True, group="memcheck")

@@ -7,97 +7,26 @@ knobs that differ between the two sessions' last configs.
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from ... import events as ev
-from ...config import ConfigDocument, ConfigError, diff, load_config
+from ...config import diff
 from ...controller import Controller
-from ...daemon_facts import nominal_bytes
-from ...session import CONFIG_DIR, SessionInfo, iter_session_events, list_sessions
 from ...units import format_size
+from ..messages import OpenReplay
 from ..widgets.header import screen_header
 
-
-class OpenReplay(Message):
-    """Replay this session directory; the app switches to a replay controller."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__()
-        self.path = path
-
-
-@dataclass(frozen=True, slots=True)
-class SessionSummary:
-    """The figures a comparison shows, folded from a session's recorded events."""
-
-    path: Path
-    label: str
-    completed: int
-    failed: int
-    proofs_per_hour: float | None
-    oom_kills: int
-    restarts: int
-    peak_rss_bytes: float | None  # an engine's in the emulated box's units, like the dashboard
-    limit_bytes: float | None
-    config: ConfigDocument | None
-    config_name: str
-
-
-def summarize(info: SessionInfo) -> SessionSummary:
-    """Read one session (blocking: run it in a worker)."""
-    completed = failed = oom = restarts = 0
-    per_hour: float | None = None
-    peak: float | None = None
-    limit: float | None = None
-    scale: float | None = None  # the running engine's memory_scale
-    # Only observed events carry these figures; skipping the daemon log keeps this fast.
-    for event in iter_session_events(info.path, log_path=os.devnull):
-        if isinstance(event, ev.ProofFinished):
-            if event.status == "COMPLETED":
-                completed += 1
-            else:
-                failed += 1
-        elif isinstance(event, ev.BenchFinished):
-            per_hour = event.proofs_per_hour
-        elif isinstance(event, ev.BenchRestart):
-            restarts += 1
-        elif isinstance(event, ev.DaemonExited) and event.cause == "oom_kill":
-            oom += 1
-        elif isinstance(event, ev.MemorySample):
-            if event.rss_bytes is not None:
-                peak = max(peak or 0.0, nominal_bytes(event.rss_bytes, scale))
-            if event.cgroup_limit_bytes is not None:
-                sampled = nominal_bytes(event.cgroup_limit_bytes, scale)
-                limit = sampled if limit is None else min(limit, sampled)
-        elif isinstance(event, ev.DaemonLaunched):
-            scale = event.memory_scale
-            if event.memory_limit_bytes is not None:
-                launched = nominal_bytes(event.memory_limit_bytes, scale)
-                limit = launched if limit is None else min(limit, launched)
-    versions = sorted((info.path / CONFIG_DIR).glob("v[0-9][0-9][0-9]*.toml"))
-    config: ConfigDocument | None = None
-    config_name = "no config recorded"
-    if versions:
-        config_name = versions[-1].name
-        try:
-            config = load_config(versions[-1])
-        except ConfigError as exc:
-            config_name = f"unreadable: {exc}"
-    return SessionSummary(
-        info.path, info.label, completed, failed, per_hour, oom, restarts, peak, limit, config, config_name
-    )
+if TYPE_CHECKING:
+    from ...comparison import SessionSummary
+    from ...session import SessionInfo
 
 
 def comparison(a: SessionSummary, b: SessionSummary) -> Table:
@@ -183,7 +112,7 @@ class SessionsScreen(Screen[None]):
         root = self.root
 
         def work() -> None:
-            sessions = list_sessions(root)  # reads every session's events file: not on the UI loop
+            sessions = self.controller.list_sessions(root)  # reads every session's events file: not on the UI loop
             self.app.call_from_thread(self._show_sessions, sessions)
 
         self.run_worker(work, thread=True, exclusive=True, group="sessions-scan")
@@ -247,7 +176,7 @@ class SessionsScreen(Screen[None]):
         panel.update(Text(f"Reading {infos[0].label} and {infos[1].label}…", style="dim"))
 
         def work() -> None:
-            a, b = summarize(infos[0]), summarize(infos[1])
+            a, b = self.controller.summarize_session(infos[0]), self.controller.summarize_session(infos[1])
             self.app.call_from_thread(panel.update, comparison(a, b))
 
         self.run_worker(work, thread=True, exclusive=True, group="sessions-compare")

@@ -28,6 +28,7 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
+from ...units import format_duration
 from ..theme import Palette
 
 Point = tuple[float, float]
@@ -86,18 +87,6 @@ def downsample(points: Sequence[Point], t0: float, t1: float, buckets: int) -> l
         if kept is None or v > kept[1]:
             best[b] = (t, v)
     return [best[b] for b in sorted(best)]
-
-
-def format_duration(seconds: float) -> str:
-    """``90`` → ``1m30s``: a compact, unsigned duration (whole seconds)."""
-    total = round(abs(seconds))
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes:02d}m" if minutes else f"{hours}h"
-    if minutes:
-        return f"{minutes}m{secs:02d}s" if secs else f"{minutes}m"
-    return f"{secs}s"
 
 
 def nice_ceiling(value: float) -> float:

@@ -8,17 +8,15 @@ model always shows the same thing.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from textual.content import Content
 from textual.widgets import Static
 
 from ... import events as ev
 from ...controller import Identity
-from ...model import BenchState, SessionModel
+from ...figures import bench_per_hour, proof_counts, session_rate
+from ...model import SessionModel
+from ...units import format_duration as duration
 from ...units import format_size
-from .charts import format_duration as duration
-from .waterfall import timeline_now
 
 _MODE_BADGE = {
     "engine": "EMULATOR",
@@ -122,9 +120,6 @@ def _exit_headline(exit: ev.DaemonExited) -> str:
     return _CAUSE_TEXT.get(exit.cause, exit.cause) + (f" ({how})" if how else "")
 
 
-RATE_WINDOW_S = 600.0
-
-
 def pipeline_content(model: SessionModel) -> Content:
     """Pipeline now (from the daemon's /status, else the timeline) and throughput."""
     status = model.status
@@ -172,55 +167,6 @@ def pipeline_content(model: SessionModel) -> Content:
             parts.append(f" · {bench_rate:.1f}/h")
         parts.append(f" · concurrency {bench.concurrency}")
     return Content.assemble(*parts)
-
-
-class ProofCounts(NamedTuple):
-    completed: int  # the whole session: every daemon run
-    failed: int
-    runs: int  # daemon runs seen in the log
-    run_completed: int  # the current run
-
-
-def proof_counts(model: SessionModel) -> ProofCounts:
-    """Proofs of the whole session: the timeline's counts of the earlier daemon runs plus the
-    current run's (the daemon's /status when it counts more than the log showed, e.g. attached
-    after it started). A restarted daemon's /status starts again from 0: alone it would hide the
-    earlier runs' proofs."""
-    timeline = model.timeline
-    segments = timeline.segments
-    run_completed = segments[-1].completed if segments else 0
-    run_failed = segments[-1].failed if segments else 0
-    status = model.status
-    if status is not None:
-        run_completed = max(run_completed, status.total_completed)
-        run_failed = max(run_failed, status.total_failed)
-    earlier_completed = timeline.completed - (segments[-1].completed if segments else 0)
-    earlier_failed = timeline.failed - (segments[-1].failed if segments else 0)
-    return ProofCounts(
-        earlier_completed + run_completed, earlier_failed + run_failed, max(1, len(segments)), run_completed
-    )
-
-
-def session_rate(model: SessionModel) -> tuple[float, float] | None:
-    """(proofs per hour, over how many seconds): the completions of the last ``RATE_WINDOW_S`` of
-    the session, or of all of it when shorter, whichever daemon run they came from (so it agrees
-    with the session's count; before any completion or timeline event, None)."""
-    span = model.timeline.time_span()
-    now = timeline_now(model)
-    if span is None or now is None or not model.timeline.completed:
-        return None
-    window = min(RATE_WINDOW_S, now - span[0])
-    rate = model.timeline.proofs_per_hour(window, now) if window > 0 else None
-    return None if rate is None else (rate, window)
-
-
-def bench_per_hour(bench: BenchState, now: float | None) -> float | None:
-    """The benchmark's throughput: its own figure once finished, else completed over elapsed."""
-    if bench.finished is not None:
-        return bench.finished.proofs_per_hour
-    if now is None or now <= bench.started_t or not bench.completed:
-        return None
-    return bench.completed * 3600.0 / (now - bench.started_t)
 
 
 def knob_hints(model: SessionModel) -> list[str]:

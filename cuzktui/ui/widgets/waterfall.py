@@ -32,10 +32,12 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from ...figures import session_origin, timeline_now
 from ...model import SessionModel
-from ...timeline import Job, Partition, Segment, Timeline
+from ...timeline import Job, Partition, Segment
+from ...units import format_duration
 from ..theme import Palette
-from .charts import changed_span, format_duration, stepped_length
+from .charts import changed_span, stepped_length
 
 Phase = Literal["synth", "queue", "gpu", "failed", "busy"]
 Interval = tuple[float, float, Phase]
@@ -60,22 +62,6 @@ class Row:
     job: Job | None = None
     partition: Partition | None = None
     worker: int | None = None
-
-
-def timeline_now(model: SessionModel) -> float | None:
-    """The right end of "live": the model's latest time when the run is anchored to wall time."""
-    timeline = model.timeline
-    span = timeline.time_span()
-    segments = timeline.segments
-    if segments and segments[-1].anchored and model.last_t is not None:
-        return max(model.last_t, span[1]) if span else model.last_t
-    return span[1] if span else None
-
-
-def session_origin(timeline: Timeline, default: float) -> float:
-    """Time 0 of the waterfall's axis labels: the first event of the session."""
-    span = timeline.time_span()
-    return span[0] if span is not None else default
 
 
 def phase_intervals(p: Partition, stop: float | None) -> list[Interval]:

@@ -1,15 +1,17 @@
-"""Small form pieces shared by the screens: a yes/no confirmation modal."""
+"""The app's two modal dialogs: a yes/no confirmation and the quit question."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
 from rich.console import RenderableType
+from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Grid, Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Static
+from textual.widgets import Button, Label, Static
 
 
 class ConfirmModal(ModalScreen[bool]):
@@ -56,3 +58,43 @@ class ConfirmModal(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
+
+
+class QuitScreen(ModalScreen[bool | None]):
+    """Asks whether to stop the daemon / benchmark or leave them running; dismisses with the choice."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("s", "choose(True)", "Stop and quit"),
+        Binding("l", "choose(False)", "Leave running"),
+        Binding("escape", "choose(None)", "Cancel"),
+    ]
+
+    def __init__(self, running: list[str], attach: str) -> None:
+        super().__init__()
+        self.running = running
+        self.attach = attach
+
+    def compose(self) -> ComposeResult:
+        attach = self.attach or "cuzk-tui attach <address>"
+        with Grid(id="quit-dialog"):
+            yield Label(
+                Text.assemble(
+                    ("Still running: ", "bold"),
+                    ", ".join(self.running),
+                    "\n\nStop them, or leave them running and re-attach later with\n  ",
+                    (attach, "bold"),
+                ),
+                id="quit-question",
+            )
+            # Plain Text: "[s]" would otherwise be read as markup and vanish.
+            yield Button(Text("Stop and quit [s]"), variant="error", id="quit-stop")
+            yield Button(Text("Leave running [l]"), variant="primary", id="quit-leave")
+            yield Button(Text("Cancel [esc]"), id="quit-cancel")
+
+    def action_choose(self, choice: bool | None) -> None:
+        self.dismiss(choice)
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        choices: dict[str | None, bool | None] = {"quit-stop": True, "quit-leave": False}
+        self.dismiss(choices.get(event.button.id))

@@ -1,0 +1,90 @@
+"""Figures derived from the session model that the screens show: "now", throughput, proof counts.
+
+Headless and pure: each is a function of the model (its times come from the model, ``model.last_t``
+being "now", never from the wall clock), so a replayed or faked model always gives the same figures
+and they are tested without a terminal.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .model import BenchState, SessionModel
+from .timeline import Timeline
+
+RATE_WINDOW_S = 600.0
+
+
+def timeline_now(model: SessionModel) -> float | None:
+    """The right end of "live": the model's latest time when the run is anchored to wall time."""
+    timeline = model.timeline
+    span = timeline.time_span()
+    segments = timeline.segments
+    if segments and segments[-1].anchored and model.last_t is not None:
+        return max(model.last_t, span[1]) if span else model.last_t
+    return span[1] if span else None
+
+
+def session_origin(timeline: Timeline, default: float) -> float:
+    """Time 0 of the waterfall's axis labels: the first event of the session."""
+    span = timeline.time_span()
+    return span[0] if span is not None else default
+
+
+class ProofCounts(NamedTuple):
+    completed: int  # the whole session: every daemon run
+    failed: int
+    runs: int  # daemon runs seen in the log
+    run_completed: int  # the current run
+
+
+def proof_counts(model: SessionModel) -> ProofCounts:
+    """Proofs of the whole session: the timeline's counts of the earlier daemon runs plus the
+    current run's (the daemon's /status when it counts more than the log showed, e.g. attached
+    after it started). A restarted daemon's /status starts again from 0: alone it would hide the
+    earlier runs' proofs."""
+    timeline = model.timeline
+    segments = timeline.segments
+    run_completed = segments[-1].completed if segments else 0
+    run_failed = segments[-1].failed if segments else 0
+    status = model.status
+    if status is not None:
+        run_completed = max(run_completed, status.total_completed)
+        run_failed = max(run_failed, status.total_failed)
+    earlier_completed = timeline.completed - (segments[-1].completed if segments else 0)
+    earlier_failed = timeline.failed - (segments[-1].failed if segments else 0)
+    return ProofCounts(
+        earlier_completed + run_completed, earlier_failed + run_failed, max(1, len(segments)), run_completed
+    )
+
+
+def session_rate(model: SessionModel) -> tuple[float, float] | None:
+    """(proofs per hour, over how many seconds): the completions of the last ``RATE_WINDOW_S`` of
+    the session, or of all of it when shorter, whichever daemon run they came from (so it agrees
+    with the session's count; before any completion or timeline event, None)."""
+    span = model.timeline.time_span()
+    now = timeline_now(model)
+    if span is None or now is None or not model.timeline.completed:
+        return None
+    window = min(RATE_WINDOW_S, now - span[0])
+    rate = model.timeline.proofs_per_hour(window, now) if window > 0 else None
+    return None if rate is None else (rate, window)
+
+
+def bench_per_hour(bench: BenchState, now: float | None) -> float | None:
+    """The benchmark's throughput: its own figure once finished, else completed over elapsed."""
+    if bench.finished is not None:
+        return bench.finished.proofs_per_hour
+    if now is None or now <= bench.started_t or not bench.completed:
+        return None
+    return bench.completed * 3600.0 / (now - bench.started_t)
+
+
+def apply_stage(model: SessionModel, runs_before: int) -> str:
+    """Where an apply stands, read from the model: the daemon's run counter and phase."""
+    daemon = model.daemon
+    if daemon.runs > runs_before:
+        return "ready" if daemon.phase == "ready" else "restarting: waiting for the daemon to serve"
+    if daemon.phase in ("dead", "none"):
+        return "restarting"
+    return "saving the config and draining proofs in flight"

@@ -1,0 +1,95 @@
+"""The figures the panels and the waterfall show, computed headless from a constructed model."""
+
+from __future__ import annotations
+
+from cuzktui import events as ev
+from cuzktui.figures import (
+    RATE_WINDOW_S,
+    apply_stage,
+    bench_per_hour,
+    proof_counts,
+    session_origin,
+    session_rate,
+    timeline_now,
+)
+from cuzktui.model import SessionModel
+
+T0 = 1_767_225_600.0
+
+
+def one_job(model: SessionModel, start: float, job: str, gpu_s: float = 10.0) -> float:
+    """An anchored run (engine start at ``start``) proving one single-partition job; returns its end."""
+    model.apply(ev.DaemonStarting(start))
+    model.apply(ev.EngineStarted(start, True))
+    for offset_s, name in ((1, "SYNTH_START"), (5, "SYNTH_END"), (5, "GPU_QUEUE"), (6, "GPU_START")):
+        model.apply(ev.TimelineEvent(offset_s * 1000, name, job, {"partition": "0"}, partition=0, worker=0))
+    end = start + 6 + gpu_s
+    model.apply(ev.TimelineEvent(round((end - start) * 1000), "GPU_END", job, {"partition": "0"}, 0, 0))
+    model.apply(ev.ProofAssembled(end, job, 1920, 15_000, None, None))
+    return end
+
+
+def test_an_empty_session_has_no_now_no_rate_and_its_origin_is_the_default() -> None:
+    model = SessionModel()
+    assert timeline_now(model) is None
+    assert session_rate(model) is None
+    assert session_origin(model.timeline, 42.0) == 42.0
+    assert proof_counts(model) == (0, 0, 1, 0)
+
+
+def test_now_follows_the_model_clock_past_the_last_timeline_event_of_an_anchored_run() -> None:
+    model = SessionModel()
+    end = one_job(model, T0, "j1")
+    assert timeline_now(model) == end
+    model.apply(ev.MemorySample(end + 30, 1 << 30))  # a later sample moves the model's "now"
+    assert timeline_now(model) == end + 30
+    assert session_origin(model.timeline, 0.0) == T0
+
+
+def test_counts_add_earlier_runs_to_the_current_runs_status_which_restarts_from_zero() -> None:
+    model = SessionModel()
+    one_job(model, T0, "j1")
+    one_job(model, T0 + 100, "j2")
+    counts = proof_counts(model)
+    assert (counts.completed, counts.runs, counts.run_completed) == (2, 2, 1)
+    # The second run's /status has counted three (say, attached late): the session says 1 + 3.
+    model.apply(ev.StatusSnapshot(T0 + 130, 30.0, 0, 0, 0, 0, 1, 0, 3, 1))
+    counts = proof_counts(model)
+    assert (counts.completed, counts.failed, counts.run_completed) == (4, 1, 3)
+
+
+def test_the_session_rate_is_over_the_session_when_shorter_than_the_window() -> None:
+    model = SessionModel()
+    end = one_job(model, T0, "j1")
+    rate = session_rate(model)
+    assert rate is not None
+    per_hour, window = rate
+    assert window == end - T0 < RATE_WINDOW_S
+    assert per_hour == 3600.0 / window
+
+
+def test_bench_throughput_is_its_own_figure_once_finished_else_completed_over_elapsed() -> None:
+    model = SessionModel()
+    model.apply(ev.BenchStarted(T0, "b1", "porep", 4, 2, 3))
+    model.apply(ev.ProofFinished(T0 + 900, "b1", "j1", "porep", "COMPLETED"))
+    bench = model.bench
+    assert bench is not None
+    assert bench_per_hour(bench, None) is None
+    assert bench_per_hour(bench, T0) is None
+    assert bench_per_hour(bench, T0 + 1800) == 2.0
+    model.apply(ev.BenchFinished(T0 + 2000, "b1", 4, 0, 2000.0, 7.2, "completed"))
+    assert bench_per_hour(bench, T0 + 1800) == 7.2
+
+
+def test_apply_stage_reads_the_restart_from_the_run_counter_and_phase() -> None:
+    model = SessionModel()
+    launched = ev.DaemonLaunched(T0, "engine", 1, ("cuzk-engine",), None, "127.0.0.1:9820", None)
+    model.apply(launched)
+    runs = model.daemon.runs
+    assert apply_stage(model, runs) == "saving the config and draining proofs in flight"
+    model.apply(ev.DaemonExited(T0 + 5, 1, 0, None, "stopped", (), None))
+    assert apply_stage(model, runs) == "restarting"
+    model.apply(ev.DaemonLaunched(T0 + 6, "engine", 2, ("cuzk-engine",), None, "127.0.0.1:9820", None))
+    assert apply_stage(model, runs) == "restarting: waiting for the daemon to serve"
+    model.apply(ev.DaemonReadyObserved(T0 + 9, 2, 3.0))
+    assert apply_stage(model, runs) == "ready"
