@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import random
 import shutil
 import signal
 import socket
@@ -164,12 +165,34 @@ def classify_exit(
     return ev.DaemonExited(t, pid, 0, None, "clean", ("exit status 0",), report)
 
 
-def free_loopback_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now (for a daemon's private endpoints)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+_EPHEMERAL_RANGE: Final = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+def free_loopback_port(*, rng: random.Random | None = None, attempts: int = 200) -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now (for a daemon's private endpoints).
+
+    The port is handed to another process, which binds it later. A port the kernel picks
+    (bind to 0) comes from the ephemeral range, where every outgoing connection in between
+    may take it; one below that range is only ever taken by a process that asks for it.
+    """
+    chooser = rng or random.SystemRandom()
+    try:
+        low = int(_EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    low = max(low, 2048)
+    for _ in range(attempts):
+        port = chooser.randrange(1024 + (low - 1024) // 2, low)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:  # a crowded range: take the kernel's
         s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+        chosen: int = s.getsockname()[1]
+        return chosen
 
 
 def engine_memory_scale(config_text: str) -> float | None:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import signal
-import socket
 import stat
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -23,6 +23,7 @@ from cuzktui.supervisor import (
     classify_exit,
     engine_program,
     extract_error_report,
+    free_loopback_port,
 )
 from tests.conftest import engine_config_text, memory_cgroup_or_skip, require_engine
 
@@ -99,12 +100,6 @@ async def supervised(tmp_path: Path) -> AsyncIterator[tuple[Supervisor, list[ev.
         session.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _config(**pipeline: Any) -> str:
     return engine_config_text(memory={"total_budget": "256GiB"}, pipeline=pipeline)
 
@@ -157,7 +152,7 @@ async def test_restart_applies_a_changed_knob(supervised: tuple[Supervisor, list
 
 async def test_drain_waits_for_work_in_flight(supervised: tuple[Supervisor, list[ev.ObservedEvent]]) -> None:
     supervisor, _ = supervised
-    port = _free_port()
+    port = free_loopback_port()
     config = engine_config_text(memory={"total_budget": "256GiB"}, daemon={"status_listen": f"127.0.0.1:{port}"})
     await supervisor.start(config)
     await supervisor.drain(timeout=10)  # idle daemon: returns at once
@@ -213,3 +208,12 @@ async def test_oom_kill_in_a_memory_cgroup_is_diagnosed(tmp_path: Path) -> None:
     assert (exit.cause, exit.signal) == ("oom_kill", signal.SIGKILL)
     assert any("oom_kill 0 → 1" in e for e in exit.evidence), exit.evidence
     assert supervisor.cgroup is None  # removed at close
+
+
+def test_free_loopback_ports_stay_out_of_the_kernels_ephemeral_range() -> None:
+    """Outgoing connections take ephemeral ports: a port handed to a daemon must not be one of them."""
+    low, _high = (int(v) for v in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    rng = random.Random(7)
+    ports = {free_loopback_port(rng=rng) for _ in range(50)}
+    assert all(1024 <= port < low for port in ports)
+    assert len(ports) > 40  # spread, so two test processes rarely try the same one

@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ import pytest
 
 from cuzktui.logparse import parse_line
 from cuzktui.proto import proving_pb2, proving_pb2_grpc
+from cuzktui.supervisor import free_loopback_port
 from cuzktui.timeline import Timeline
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("engine.__main__") is None, reason="no cuzk-engine here")
@@ -29,16 +29,10 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("engine.__main__") is N
 PROOFS, CONCURRENCY, PARTITIONS = 12, 6, 10
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def engine(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """A serving engine: (gRPC target, the merged stdout+stderr log)."""
-    address = f"127.0.0.1:{_free_port()}"
+    address = f"127.0.0.1:{free_loopback_port()}"
     config = tmp_path / "cuzk.toml"
     config.write_text(
         f'[daemon]\nlisten = "{address}"\n'

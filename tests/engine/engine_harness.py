@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,17 +16,12 @@ import grpc
 
 from cuzktui.proto import proving_pb2 as pb
 from cuzktui.proto import proving_pb2_grpc
+from cuzktui.supervisor import free_loopback_port
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # Fast and small: 29 s of synthesis becomes ~15 ms, 20 GiB of partition memory 320 KiB.
 FAST = {"time_scale": 0.0005, "memory_scale": 1 / 65536}
 READY_TIMEOUT_S = 15.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def toml_value(value: Any) -> str:
@@ -117,13 +111,13 @@ def start_engine(
         listen = f"unix://{sock}"
         target = f"unix://{sock}"
     else:
-        listen = f"127.0.0.1:{free_port()}"
+        listen = f"127.0.0.1:{free_loopback_port()}"
         target = listen
     daemon = sections.setdefault("daemon", {})
     daemon["listen"] = listen
     status_port = None
     if status:
-        status_port = free_port()
+        status_port = free_loopback_port()
         daemon["status_listen"] = f"127.0.0.1:{status_port}"
     config = write_config(tmp_path / "cuzk.toml", sections)
     full_env = {k: v for k, v in os.environ.items() if k != "RUST_LOG"}

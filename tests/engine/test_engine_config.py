@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_harness import engine_command, free_port
+from engine_harness import engine_command
 
 from cuzktui.knobs import KNOBS, Knob, KnobType, Severity, Status, validate_document
+from cuzktui.supervisor import free_loopback_port
 from cuzktui.units import parse_duration, parse_size
 from engine.config import KNOB_FIELDS, Config, ConfigError, parse_config
 
@@ -216,7 +217,7 @@ def run_engine(*args: str, env: dict[str, str] | None = None, timeout: float = 2
     ids=["wrong-type", "bad-unit", "negative-count"],
 )
 def test_bad_config_is_fatal_and_serves_nothing(tmp_path: Path, text: str, cause: str) -> None:
-    port = free_port()
+    port = free_loopback_port()
     config = tmp_path / "x.toml"
     config.write_text(f'[daemon]\nlisten = "127.0.0.1:{port}"\n' + text)
     done = run_engine("-c", str(config))
