@@ -130,3 +130,30 @@ async def test_search_forward_backward_and_within_the_filter(tmp_path: Path) -> 
         assert await search("message 198") == 198
         assert await search("message 19") == 19  # past the end: wraps to the top
         assert await search("message 198", forward=False) == 198  # before the start: wraps to the end
+
+
+async def test_search_in_a_log_truncated_to_nothing_reports_no_match_and_the_app_lives(tmp_path: Path) -> None:
+    """A daemon restarted onto a fresh log: its old index meets an empty file (mmap refuses those)."""
+    path = tmp_path / "daemon.log"
+    write_log(path, 50)
+    app = LogApp(path)
+    found: list[LogView.SearchDone] = []
+    async with app.run_test(
+        size=(100, 20), message_hook=lambda m: found.append(m) if isinstance(m, LogView.SearchDone) else None
+    ) as pilot:
+        view = app.query_one(LogView)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        path.write_bytes(b"")  # truncated after indexing, before the next poll sees it
+        view.search("message 3")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.is_running
+        assert found and {(m.line, m.error) for m in found} == {(None, None)}  # seen as it bubbles up
+        found.clear()
+        path.unlink()  # and gone altogether: the failure is reported, not raised
+        view.search("message 4")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.is_running
+        assert found[-1].line is None and found[-1].error is not None and "search failed" in found[-1].error

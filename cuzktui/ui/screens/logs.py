@@ -117,7 +117,9 @@ class LogsScreen(Screen[None]):
         self._show_status()
 
     def on_log_view_search_done(self, message: LogView.SearchDone) -> None:
-        if message.line is None:
+        if message.error is not None:
+            self.notify(message.error, severity="error")
+        elif message.line is None:
             self.notify(f"{message.needle!r} not found", severity="warning")
 
     def _show_status(self) -> None:

@@ -12,6 +12,7 @@ app's poll rate (~1 Hz) and not at all while the screen is hidden.
 from __future__ import annotations
 
 import mmap
+import os
 import re
 from array import array
 from bisect import bisect_left, bisect_right
@@ -32,7 +33,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.worker import get_current_worker
+from textual.worker import Worker, get_current_worker
 
 
 class Level(IntEnum):
@@ -134,41 +135,58 @@ def find_line(
     from_line: int,
     forward: bool,
     accept: frozenset[int],
-    levels: bytearray,
+    levels: bytes,
 ) -> int | None:
     """The nearest line after (or before) ``from_line`` containing ``needle`` (case-insensitive)."""
     if end == 0 or not offsets:
         return None
     pattern = re.compile(re.escape(needle.encode()), re.IGNORECASE)
     worker = get_current_worker()
-    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        end = min(end, len(mm))
-        count = len(offsets)
-        if forward:
-            pos = offsets[from_line + 1] if from_line + 1 < count else end
-            while pos < end and not worker.is_cancelled:
-                match = pattern.search(mm, pos, end)
-                if match is None:
-                    return None
-                line = bisect_right(offsets, match.start()) - 1
-                if levels[line] in accept:
-                    return line
-                pos = offsets[line + 1] if line + 1 < count else end
-            return None
-        stop = offsets[from_line] if 0 <= from_line < count else (end if from_line >= count else 0)
-        while stop > 0 and not worker.is_cancelled:
-            # Search backwards window by window; the last match in a window is the nearest.
-            lo = max(0, stop - SEARCH_WINDOW)
-            lo = offsets[bisect_right(offsets, lo) - 1] if lo else 0
-            last = None
-            for match in pattern.finditer(mm, lo, stop):
-                line = bisect_right(offsets, match.start()) - 1
-                if levels[line] in accept:
-                    last = line
-            if last is not None:
-                return last
-            stop = lo
+    with path.open("rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return None  # truncated (rotated, or a new run) since it was indexed: nothing to search
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            return _search_mapped(mm, pattern, offsets, min(end, len(mm)), from_line, forward, accept, levels, worker)
+
+
+def _search_mapped(
+    mm: mmap.mmap,
+    pattern: re.Pattern[bytes],
+    offsets: array[int],
+    end: int,
+    from_line: int,
+    forward: bool,
+    accept: frozenset[int],
+    levels: bytes,
+    worker: Worker[None],
+) -> int | None:
+    """``find_line`` over the mapped file (``end`` no further than the mapping)."""
+    count = len(offsets)
+    if forward:
+        pos = offsets[from_line + 1] if from_line + 1 < count else end
+        while pos < end and not worker.is_cancelled:
+            match = pattern.search(mm, pos, end)
+            if match is None:
+                return None
+            line = bisect_right(offsets, match.start()) - 1
+            if levels[line] in accept:
+                return line
+            pos = offsets[line + 1] if line + 1 < count else end
         return None
+    stop = offsets[from_line] if 0 <= from_line < count else (end if from_line >= count else 0)
+    while stop > 0 and not worker.is_cancelled:
+        # Search backwards window by window; the last match in a window is the nearest.
+        lo = max(0, stop - SEARCH_WINDOW)
+        lo = offsets[bisect_right(offsets, lo) - 1] if lo else 0
+        last = None
+        for match in pattern.finditer(mm, lo, stop):
+            line = bisect_right(offsets, match.start()) - 1
+            if levels[line] in accept:
+                last = line
+        if last is not None:
+            return last
+        stop = lo
+    return None
 
 
 class LogView(ScrollView, can_focus=True):
@@ -216,10 +234,11 @@ class LogView(ScrollView, can_focus=True):
         """Counts, filter, follow or search state changed (for a status line)."""
 
     class SearchDone(Message):
-        def __init__(self, line: int | None, needle: str) -> None:
+        def __init__(self, line: int | None, needle: str, *, error: str | None = None) -> None:
             super().__init__()
             self.line = line
             self.needle = needle
+            self.error = error
 
     class _Indexed(Message):
         def __init__(self, batch: ScanBatch) -> None:
@@ -283,7 +302,7 @@ class LogView(ScrollView, can_focus=True):
         if self._levels:
             previous = Level(self._levels[-1])
         self.indexing = True
-        self.run_worker(lambda: self._scan(start, previous), thread=True, group="logview-scan")
+        self.run_worker(lambda: self._scan(start, previous), thread=True, group="logview-scan", exit_on_error=False)
 
     def _scan(self, start: int, previous: Level) -> None:
         assert self.path is not None
@@ -407,18 +426,23 @@ class LogView(ScrollView, can_focus=True):
         else:
             top = self._row_to_line(int(self.scroll_y))
             origin = top - 1 if forward else top
-        path, offsets, end, levels = self.path, self._offsets, self._end, self._levels
+        # The worker owns copies: the UI thread drops and appends index entries while it runs.
+        path, offsets, end, levels = self.path, array("q", self._offsets), self._end, bytes(self._levels)
         accept = frozenset(int(level) for level in self.levels_shown)
 
         def work() -> None:
-            line = find_line(path, offsets, end, needle, origin, forward, accept, levels)
-            if line is None:
-                # Wrap around, as less and vim do: from the other end of the file.
-                wrap_origin = -1 if forward else len(offsets)
-                line = find_line(path, offsets, end, needle, wrap_origin, forward, accept, levels)
+            try:
+                line = find_line(path, offsets, end, needle, origin, forward, accept, levels)
+                if line is None:
+                    # Wrap around, as less and vim do: from the other end of the file.
+                    wrap_origin = -1 if forward else len(offsets)
+                    line = find_line(path, offsets, end, needle, wrap_origin, forward, accept, levels)
+            except (OSError, ValueError) as exc:  # the file vanished or shrank under the search
+                self.post_message(self.SearchDone(None, needle, error=f"search failed: {exc}"))
+                return
             self.post_message(self.SearchDone(line, needle))
 
-        self.run_worker(work, thread=True, group="logview-search", exclusive=True)
+        self.run_worker(work, thread=True, group="logview-search", exclusive=True, exit_on_error=False)
 
     def on_log_view_search_done(self, message: SearchDone) -> None:
         if message.needle != self.needle:
