@@ -105,7 +105,9 @@ async def test_a_daemon_killed_under_a_call_is_reported_as_died(
     address, proc = fake_daemon
     async with DaemonClient(address) as client:
         await client.get_status()
-        call = asyncio.ensure_future(client.prove(pb.SubmitProofRequest(request_id="hang", proof_kind=1), timeout=30))
+        call = asyncio.ensure_future(
+            client.prove(pb.SubmitProofRequest(request_id="hang", proof_kind=pb.POREP_SEAL_COMMIT), timeout=30)
+        )
         # The call is in flight once the daemon could have answered a later one.
         await client.get_status()
         proc.send_signal(signal.SIGKILL)

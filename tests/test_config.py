@@ -13,7 +13,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cuzktui import config as config_module
 from cuzktui.config import (
     ConfigDocument,
     ConfigError,
@@ -235,7 +234,7 @@ def test_failed_save_leaves_the_original_and_no_temporary_file(tmp_path: Path, m
     def broken_replace(src: str, dst: str) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(config_module.os, "replace", broken_replace)
+    monkeypatch.setattr(os, "replace", broken_replace)  # the very function config.save_atomic calls
     with pytest.raises(OSError):
         save_atomic(doc, path)
     assert path.read_bytes() == ANNOTATED.read_bytes()
@@ -318,7 +317,8 @@ def test_any_set_touches_only_the_lines_of_the_keys_it_sets(assignments: list[tu
     original = load_config(ANNOTATED)
     doc = load_config(ANNOTATED)
     for name, value in assignments:
-        doc.set(*name.split("."), value)
+        section, key = name.split(".")
+        doc.set(section, key, value)
     expected = original.effective() | dict(assignments)
     assert doc.effective() == expected
     touched = {name.split(".")[1] for name, _ in assignments}

@@ -11,7 +11,16 @@ from typing import Any
 import pytest
 
 from cuzktui.cli import main
-from cuzktui.events import DaemonLaunched, EngineStarted, GpuSample, MemorySample, Notice, TimelineEvent, to_record
+from cuzktui.events import (
+    DaemonLaunched,
+    EngineStarted,
+    GpuSample,
+    MemorySample,
+    Notice,
+    ObservedEvent,
+    TimelineEvent,
+    to_record,
+)
 from cuzktui.export import build_chrome_trace, write_chrome_trace
 from cuzktui.logparse import parse_line
 from cuzktui.timeline import Timeline
@@ -103,7 +112,7 @@ def test_an_engines_memory_counters_are_in_the_units_of_the_box_it_emulates() ->
 
 
 def test_counters_from_samples_in_gib() -> None:
-    samples = [
+    samples: list[ObservedEvent] = [
         MemorySample(10.0, 2 * GiB, cgroup_usage_bytes=3 * GiB, cgroup_limit_bytes=8 * GiB, budget_total_bytes=None),
         GpuSample(11.0, 0, "H200", GiB // 2, 140 * GiB),
         Notice(12.0, "warning", "RSS near the limit"),

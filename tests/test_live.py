@@ -8,11 +8,10 @@ from pathlib import Path
 import pytest
 
 from cuzktui.config import ConfigDocument
-from cuzktui.controller import BenchRequest
+from cuzktui.controller import BenchRequest, ControllerError
 from cuzktui.knobs import Severity
 from cuzktui.live import (
     AttachTarget,
-    ControllerError,
     LiveController,
     LiveOptions,
     default_engine_config,
@@ -78,8 +77,9 @@ async def test_a_profile_runs_the_engine_as_that_box_inside_a_real_memory_cgroup
         assert supervisor is not None and supervisor.cgroup is not None and supervisor.pid is not None
         assert supervisor.pid in supervisor.cgroup.pids()
         assert read_cgroup_memory(supervisor.cgroup.path).limit_bytes == GiB  # 256 GiB at 1/256
-        assert controller.model.cgroup_limit.last() is not None
-        assert controller.model.cgroup_limit.last()[1] == 256 * GiB  # shown as the emulated box
+        last_limit = controller.model.cgroup_limit.last()
+        assert last_limit is not None
+        assert last_limit[1] == 256 * GiB  # shown as the emulated box
         cgroup_path = supervisor.cgroup.path
     finally:
         await controller.shutdown(stop_daemon=True)

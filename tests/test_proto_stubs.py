@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _load_generator():  # type: ignore[no-untyped-def]
+def _load_generator() -> ModuleType:
     spec = importlib.util.spec_from_file_location("proto_generate", ROOT / "protos" / "generate.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

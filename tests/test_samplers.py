@@ -283,7 +283,12 @@ async def test_periodic_does_nothing_when_already_stopped() -> None:
     stop = asyncio.Event()
     stop.set()
     called: list[bool] = []
-    await run_periodic(lambda: called.append(True) or [], lambda e: None, 0.01, stop)
+
+    def sample() -> list[ObservedEvent]:
+        called.append(True)
+        return []
+
+    await run_periodic(sample, lambda e: None, 0.01, stop)
     assert called == []
 
 

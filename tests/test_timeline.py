@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import calendar
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -23,6 +24,11 @@ FIXTURE = Path(__file__).parent / "data" / "timeline_restart.log"
 RUN1 = calendar.timegm((2026, 5, 1, 7, 0, 1))  # "starting cuzk engine" of the first run
 RUN2 = calendar.timegm((2026, 5, 1, 7, 1, 2))
 approx = pytest.approx
+
+
+def near(value: float) -> float:
+    """``pytest.approx`` where a float is expected (it compares equal to floats close to ``value``)."""
+    return cast(float, approx(value))
 
 
 def tl_event(offset_ms: int, event: str, job: str, **detail: int) -> TimelineEvent:
@@ -111,7 +117,7 @@ def test_worker_timings_attach_to_their_partition(fed: Timeline) -> None:
 def test_lanes_per_worker(fed: Timeline) -> None:
     lanes = fed.lanes(RUN1, RUN1 + 20)
     assert lanes[0] == [
-        LaneEntry(approx(RUN1 + 3.4), approx(RUN1 + 3.9), 0, "winpost-1000-aa", 0),
+        LaneEntry(near(RUN1 + 3.4), near(RUN1 + 3.9), 0, "winpost-1000-aa", 0),
         LaneEntry(RUN1 + 5, RUN1 + 8, 0, "porep-1000-1", 0),
         LaneEntry(RUN1 + 8, RUN1 + 11, 0, "porep-1000-2", 0),
         LaneEntry(RUN1 + 16, None, 0, "porep-1000-3", 0),
@@ -199,7 +205,7 @@ def test_stats_summary(fed: Timeline) -> None:
 
 def test_pipeline_now_counts_running_partitions() -> None:
     timeline = Timeline()
-    for event in [
+    events: list[LogEvent] = [
         EngineStarted(1000.0),
         tl_event(0, "SYNTH_START", "a", partition=0),
         tl_event(0, "SYNTH_START", "a", partition=1),
@@ -209,7 +215,8 @@ def test_pipeline_now_counts_running_partitions() -> None:
         tl_event(20, "SYNTH_END", "a", partition=2, synth_ms=9),
         tl_event(20, "GPU_QUEUE", "a", partition=2),
         tl_event(21, "GPU_PICKUP", "a", worker=0, partition=2),
-    ]:
+    ]
+    for event in events:
         timeline.apply(event)
     assert timeline.pipeline_now() == PipelineNow(synthesizing=1, waiting_gpu=1, on_gpu=1)
 

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_harness import RunningEngine, start_engine
+
+from tests.engine.engine_harness import RunningEngine, start_engine
 
 
 @pytest.fixture

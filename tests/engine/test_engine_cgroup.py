@@ -19,9 +19,9 @@ from typing import Any
 
 import grpc
 import pytest
-from engine_harness import porep_request
 
 from cuzktui.proto import proving_pb2 as pb
+from tests.engine.engine_harness import porep_request
 
 V1_MEMORY = Path("/sys/fs/cgroup/memory")
 LIMIT = 1 << 30

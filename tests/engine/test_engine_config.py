@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_harness import engine_command
 
 from cuzktui.knobs import KNOBS, Knob, KnobType, Severity, Status, validate_document
 from cuzktui.supervisor import free_loopback_port
 from cuzktui.units import parse_duration, parse_size
 from engine.config import KNOB_FIELDS, Config, ConfigError, parse_config
+from tests.engine.engine_harness import engine_command
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import grpc
 import pytest
-from engine_harness import porep_request
 
 from cuzktui.proto import proving_pb2 as pb
+from tests.engine.engine_harness import porep_request
 
 
 def _code(call: Any) -> tuple[grpc.StatusCode, str]:
@@ -52,7 +52,9 @@ def test_all_eight_rpcs(engine_factory: Any, unix: bool) -> None:
     assert failed.error_message.startswith("C1 parse failed: ")
     assert failed.total_ms == 0 and failed.proof == b""
 
-    assert _code(lambda: stub.SubmitProof(pb.SubmitProofRequest(request_id="x", proof_kind=0), timeout=5)) == (
+    assert _code(
+        lambda: stub.SubmitProof(pb.SubmitProofRequest(request_id="x", proof_kind=pb.PROOF_KIND_UNSPECIFIED), timeout=5)
+    ) == (
         grpc.StatusCode.INVALID_ARGUMENT,
         "invalid proof_kind: 0",
     )

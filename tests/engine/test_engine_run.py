@@ -9,9 +9,8 @@ import socket
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from engine_harness import porep_request
-
 from cuzktui.proto import proving_pb2 as pb
+from tests.engine.engine_harness import porep_request
 
 ORDER = ["SYNTH_START", "SYNTH_END", "GPU_QUEUE", "GPU_PICKUP", "GPU_START", "GPU_END"]
 PLAIN_LINE = re.compile(

@@ -6,9 +6,8 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from engine_harness import porep_request, start_engine
-
 from cuzktui.proto import proving_pb2 as pb
+from tests.engine.engine_harness import porep_request, start_engine
 
 
 def test_sigint_keeps_serving_and_sigterm_kills(engine_factory: Any) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 import pytest
-from fakes import Timed, scenario
 from textual.pilot import Pilot
+
+from tests.ui.fakes import Timed, scenario
 
 
 @pytest.fixture(autouse=True)

@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import settle
-from fakes import RESTART_AT, T0, FakeController, FakeReplay, Timed, build_model
 from textual.geometry import Region
 
 from cuzktui import events as ev
@@ -22,6 +20,8 @@ from cuzktui.ui.widgets.charts import Chart
 from cuzktui.ui.widgets.panels import Panel, pipeline_content
 from cuzktui.ui.widgets.waterfall import WaterfallView, lane_detail
 from cuzktui.units import GiB, format_duration
+from tests.ui.conftest import settle
+from tests.ui.fakes import RESTART_AT, T0, FakeController, FakeReplay, Timed, build_model
 
 
 def make_app(fake: FakeController, **options: object) -> CuzkApp:

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from conftest import settle
-from fakes import FakeController, build_model
 from textual.widgets import Button, Input
 
 from cuzktui.ui.app import CuzkApp
 from cuzktui.ui.modals import QuitScreen
 from cuzktui.ui.screens.bench import BenchScreen
 from cuzktui.ui.screens.waterfall import WaterfallScreen
+from tests.ui.conftest import settle
+from tests.ui.fakes import FakeController, build_model
 
 
 def make_app(fake: FakeController) -> CuzkApp:
-    return CuzkApp(fake, poll_interval=1000)  # type: ignore[arg-type]
+    return CuzkApp(fake, poll_interval=1000)
 
 
 async def test_escape_leaves_a_field_so_number_keys_switch_screens_again() -> None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from fakes import T0, FakeController, ScreenApp, bench_events
 from textual.widgets import DataTable, Input, ProgressBar, Select, Static
 
 from cuzktui import events as ev
 from cuzktui.controller import BenchRequest
 from cuzktui.ui.screens.bench import BenchScreen
+from tests.ui.fakes import T0, FakeController, ScreenApp, bench_events
 
 
 def make_app(fake: FakeController) -> ScreenApp:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from fakes import T0, FakeController, ScreenApp
 from textual.widgets import Input, Static, Switch
 
 from cuzktui import events as ev
@@ -10,6 +9,7 @@ from cuzktui.figures import apply_stage
 from cuzktui.knobs import KNOBS
 from cuzktui.ui.modals import ConfirmModal
 from cuzktui.ui.screens.knobs import KnobField, KnobsScreen
+from tests.ui.fakes import T0, FakeController, ScreenApp
 
 RUNNING = {"memory.total_budget": "200GiB", "pipeline.max_parallel_synthesis": 12}
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fakes import FakeController, ScreenApp
-from test_screens_logview import human, write_log
 from textual.widgets import Static
 
 from cuzktui.ui.screens.logs import LogsScreen
 from cuzktui.ui.widgets.logview import Level, LogView
+from tests.ui.fakes import FakeController, ScreenApp
+from tests.ui.test_screens_logview import human, write_log
 
 
 def make_app(session_dir: Path) -> ScreenApp:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from fakes import FakeController, ScreenApp, memcheck_report
 from textual.widgets import DataTable, Input, Static
 
 from cuzktui import local
@@ -11,6 +10,7 @@ from cuzktui.planner import MemcheckReport
 from cuzktui.ui.messages import ApplyRecommended
 from cuzktui.ui.screens.knobs import KnobsScreen
 from cuzktui.ui.screens.memcheck import MemcheckScreen
+from tests.ui.fakes import FakeController, ScreenApp, memcheck_report
 
 
 class RoutingApp(ScreenApp):

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fakes import T0, FakeController, ScreenApp, bench_events
 from textual.widgets import DataTable, Static
 
 from cuzktui import events as ev
@@ -14,6 +13,7 @@ from cuzktui.session import SessionWriter
 from cuzktui.ui.messages import OpenReplay
 from cuzktui.ui.screens.sessions import SessionsScreen
 from cuzktui.units import GiB
+from tests.ui.fakes import T0, FakeController, ScreenApp, bench_events
 
 
 def record(root: Path, name: str, created: float, budget: str, events: list[ev.Event]) -> Path:
@@ -21,8 +21,8 @@ def record(root: Path, name: str, created: float, budget: str, events: list[ev.E
     writer.write_meta({"label": name, "created": created, "mode": "engine"})
     writer.add_config_version(build_config({"memory.total_budget": budget}))
     for event in events:
-        assert not isinstance(event, ev.LogEvent.__args__)  # type: ignore[attr-defined]
-        writer.append_event(event)  # type: ignore[arg-type]
+        assert not isinstance(event, ev.LogEvent)
+        writer.append_event(event)
     writer.close()
     return writer.path
 
@@ -36,7 +36,7 @@ def sessions_root(tmp_path: Path) -> Path:
         *bench_events(),
         ev.BenchFinished(T0 + 230, "b1", 2, 1, 230.0, 31.3, "completed"),
     ]
-    second = [
+    second: list[ev.Event] = [
         ev.MemorySample(T0 + 1, 180 * GiB, cgroup_limit_bytes=256 * GiB),
         ev.BenchStarted(T0 + 5, "b2", "porep", 1, 1, 3),
         ev.ProofFinished(T0 + 80, "b2", "porep-9", "porep", "COMPLETED", total_ms=70_000, wall_ms=75_000),

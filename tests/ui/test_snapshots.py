@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from conftest import settle
-from fakes import OOM_AT, FakeController, FakeReplay, Timed, build_model
 from textual.pilot import Pilot
 
 from cuzktui.ui.app import CuzkApp
+from tests.ui.conftest import settle
+from tests.ui.fakes import OOM_AT, FakeController, FakeReplay, Timed, build_model
 
 SnapCompare = Callable[..., bool]
 
