@@ -89,6 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("source", help="a session directory or a daemon log file")
     export.add_argument("-o", "--output", required=True, metavar="FILE")
 
+    report = sub.add_parser("report", help="post-mortem of a session or a daemon log: every job and why it ended")
+    report.add_argument("source", help="a session directory or a daemon log file")
+    report.add_argument("--json", action="store_true", help="print one JSON object")
+
     sub.add_parser("sessions", help="list recorded sessions")
 
     config = sub.add_parser("config", help="check, show or change a daemon config file")
@@ -113,6 +117,7 @@ _HANDLERS = {
     "memprobe": ("memcheck", "run_memprobe"),
     "bench": ("bench", "run_bench"),
     "export": ("export", "run_export"),
+    "report": ("report", "run_report"),
     "sessions": ("sessions", "run_sessions"),
     "config": ("config", "run_config"),
 }

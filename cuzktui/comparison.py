@@ -12,7 +12,8 @@ from pathlib import Path
 from . import events as ev
 from .config import ConfigDocument, ConfigError, load_config
 from .daemon_facts import nominal_bytes
-from .session import CONFIG_DIR, SessionInfo, iter_session_events
+from .session import SessionInfo, iter_session_events
+from .session_layout import config_versions
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +64,7 @@ def summarize(info: SessionInfo) -> SessionSummary:
             if event.memory_limit_bytes is not None:
                 launched = nominal_bytes(event.memory_limit_bytes, scale)
                 limit = launched if limit is None else min(limit, launched)
-    versions = sorted((info.path / CONFIG_DIR).glob("v[0-9][0-9][0-9]*.toml"))
+    versions = config_versions(info.path)
     config: ConfigDocument | None = None
     config_name = "no config recorded"
     if versions:

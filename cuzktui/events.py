@@ -216,6 +216,83 @@ class ProofFailedLine:
 
 
 @dataclass(frozen=True, slots=True)
+class SelfCheck:
+    """A PoRep self-check verdict (engine.rs): ``PASSED`` completes a job whose proof was assembled,
+    ``FAILED`` / ``error`` fail it (the assembled line comes *before* the check)."""
+
+    ts: float | None
+    job_id: str | None
+    passed: bool
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSplit:
+    """``batched proof completed — splitting results`` (engine.rs ``process_monolithic_result``); no job id."""
+
+    ts: float | None
+    num_sectors: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class BatchMemberDelivered:
+    """``sector proof delivered from batch``: one member of a batch got its proof (pending its self-check)."""
+
+    ts: float | None
+    job_id: str
+    sector_idx: int | None
+    total_ms: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class MonolithicProcessing:
+    """``processing job (monolithic)`` (engine.rs, monolithic worker): the job left the GPU queue."""
+
+    ts: float | None
+    job_id: str | None
+    worker_id: int | None
+    proof_kind: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class JobQueued:
+    """``job enqueued`` / ``job dequeued for proving`` (scheduler.rs) and ``dispatching per-partition
+    synthesis (budget-gated)`` (engine.rs): the scheduler and budget waits before SYNTH_START."""
+
+    ts: float | None
+    stage: Literal["enqueued", "dequeued", "dispatched"]
+    job_id: str
+    proof_kind: str | None = None
+    queue_position: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Eviction:
+    """``SRS evicted`` (srs_manager.rs ``evict``) or ``evicted for memory pressure`` (engine.rs evictor)."""
+
+    ts: float | None
+    what: str  # the circuit id, or the evictor's entry label ("SRS(porep-32g)", "PCE(...)")
+    freed_gib: int | None
+    srs: bool  # True for the SRS manager's own line
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetStall:
+    """WARN ``acquire request exceeds total budget — will block until possible`` (memory.rs): a hang."""
+
+    ts: float | None
+    amount_gib: int | None
+    total_gib: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class NttTiming:
+    """A ``CUZK_NTT_H: …`` line (groth16_ntt_h.cu, stderr): the H-term NTT/MSM phases, in ms."""
+
+    values: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
 class FatalErrorLine:
     """The first line of a fatal ``Error: <context>`` report (stderr); causes follow as plain lines."""
 
@@ -246,6 +323,14 @@ LogEvent = (
     | PartitionSynthesized
     | ProofAssembled
     | ProofFailedLine
+    | SelfCheck
+    | BatchSplit
+    | BatchMemberDelivered
+    | MonolithicProcessing
+    | JobQueued
+    | Eviction
+    | BudgetStall
+    | NttTiming
     | FatalErrorLine
     | PlainLine
 )
@@ -442,6 +527,11 @@ ObservedEvent = (
 Event = LogEvent | ObservedEvent
 
 _OBSERVED: Final[dict[str, type[Any]]] = {cls.__name__: cls for cls in typing.get_args(ObservedEvent)}
+
+
+def is_observed(event: Event) -> typing.TypeGuard[ObservedEvent]:
+    """Whether ``event`` is one the tool observed (recorded in events.jsonl), not a log line."""
+    return type(event).__name__ in _OBSERVED
 
 
 class RecordError(ValueError):

@@ -23,22 +23,30 @@ from functools import lru_cache
 from typing import Final, Literal
 
 from .events import (
+    BatchMemberDelivered,
+    BatchSplit,
     BudgetInitialized,
+    BudgetStall,
     CuzkTiming,
     DaemonReady,
     DaemonStarting,
     EngineStarted,
+    Eviction,
     FatalErrorLine,
     FinTiming,
     GpuTiming,
+    JobQueued,
     LogEvent,
     LogRecord,
+    MonolithicProcessing,
+    NttTiming,
     PartitionSynthesized,
     PceActivity,
     PipelineConfigured,
     PlainLine,
     ProofAssembled,
     ProofFailedLine,
+    SelfCheck,
     Span,
     SrsLoaded,
     SrsLoadStarted,
@@ -127,6 +135,17 @@ def _parse_cuzk_timing(line: str) -> LogEvent:
     if sep:
         gpu = _uint(tail.strip())
     return CuzkTiming(values, gpu, text)
+
+
+def _parse_ntt_h(line: str) -> LogEvent:
+    """``CUZK_NTT_H: d_b_alloc=3ms ntt_kernels=41ms … total=97ms`` (groth16_ntt_h.cu): values end in ``ms``."""
+    values: dict[str, int] = {}
+    for token in line[len("CUZK_NTT_H:") :].split():
+        key, sep, value = token.partition("=")
+        number = _uint(value[:-2]) if sep and value.endswith("ms") else None
+        if number is not None:
+            values[key] = number
+    return NttTiming(values) if values else PlainLine(line)
 
 
 # --------------------------------------------------------------------------------------------
@@ -378,6 +397,59 @@ def _failed(record: LogRecord) -> LogEvent:
     )
 
 
+def _self_check(passed: bool) -> _Builder:
+    def build(record: LogRecord) -> LogEvent:
+        return SelfCheck(record.ts, _field_from(record, "job_id"), passed, record.fields.get("error", ""))
+
+    return build
+
+
+def _batch_split(record: LogRecord) -> LogEvent:
+    return BatchSplit(record.ts, _uint(record.fields.get("num_sectors")))
+
+
+def _batch_member(record: LogRecord) -> LogEvent:
+    job = record.fields.get("job_id")
+    if job is None:
+        return record
+    f = record.fields
+    return BatchMemberDelivered(record.ts, job, _uint(f.get("sector_idx")), _uint(f.get("total_ms")))
+
+
+def _monolithic_processing(record: LogRecord) -> LogEvent:
+    return MonolithicProcessing(
+        record.ts,
+        _field_from(record, "job_id"),
+        _uint(_field_from(record, "worker_id")),
+        _field_from(record, "proof_kind"),
+    )
+
+
+def _queued(stage: Literal["enqueued", "dequeued", "dispatched"]) -> _Builder:
+    def build(record: LogRecord) -> LogEvent:
+        job = _field_from(record, "job_id")
+        if job is None:
+            return record
+        f = record.fields
+        return JobQueued(record.ts, stage, job, f.get("proof_kind"), _uint(f.get("queue_position")))
+
+    return build
+
+
+def _eviction(srs: bool) -> _Builder:
+    def build(record: LogRecord) -> LogEvent:
+        f = record.fields
+        what = f.get("circuit_id" if srs else "entry", "")
+        return Eviction(record.ts, what, _uint(f.get("freed_gib")), srs)
+
+    return build
+
+
+def _budget_stall(record: LogRecord) -> LogEvent:
+    f = record.fields
+    return BudgetStall(record.ts, _uint(f.get("amount_gib")), _uint(f.get("total_gib")))
+
+
 def _pce(phase: PcePhase) -> _Builder:
     def build(record: LogRecord) -> LogEvent:
         return PceActivity(record.ts, phase, record.fields.get("circuit_id"), record.fields)
@@ -398,7 +470,21 @@ _FAILURE_MESSAGES: Final = (
     "prove failed",
     "Phase 7: C1 parse/SRS load failed",
     "SnapDeals parse/SRS load failed",
-    "Phase 7: PoRep proof self-check FAILED — proof will NOT be returned to caller",
+    "Phase 7: C1 parse task panicked",
+    "proof task panicked",
+    "GPU proving task panicked",
+    "failed to split batched proofs",
+)
+
+# The PoRep self-check verdicts (engine.rs: the partitioned path's "Phase 7", the slotted path's
+# "Phase 6", ``process_monolithic_result``'s single-sector and batched paths). The proof line
+# before each of them is logged before the check runs.
+_SELF_CHECK_PATHS: Final = ("Phase 7: PoRep", "Phase 6: PoRep", "Pipeline single-sector PoRep", "Batched PoRep")
+_SELF_CHECK_PASSED: Final = tuple(f"{path} proof self-check PASSED" for path in _SELF_CHECK_PATHS)
+_SELF_CHECK_FAILED: Final = tuple(
+    f"{path} proof self-check {verdict} — proof will NOT be returned to caller"
+    for path in _SELF_CHECK_PATHS
+    for verdict in ("FAILED", "error")
 )
 
 # Exact message -> builder. Prefix-matched messages are handled in _classify.
@@ -416,12 +502,28 @@ _NOTABLE: Final[dict[str, _Builder]] = {
     "partition synthesis complete, pushing to GPU queue": _partition_synthesized,
     "Phase 7: all partitions complete, proof assembled": _assembled,
     "proof completed successfully (pipeline)": _assembled,
+    "proof completed successfully (monolithic)": _assembled,
+    "batched proof completed — splitting results": _batch_split,
+    "sector proof delivered from batch": _batch_member,
+    "processing job (monolithic)": _monolithic_processing,
+    "job enqueued": _queued("enqueued"),
+    "job dequeued for proving": _queued("dequeued"),
+    "dispatching per-partition synthesis (budget-gated)": _queued("dispatched"),
+    "dispatching per-partition SnapDeals synthesis (budget-gated)": _queued("dispatched"),
+    "SRS evicted": _eviction(srs=True),
+    "evicted for memory pressure": _eviction(srs=False),
+    "acquire request exceeds total budget — will block until possible": _budget_stall,
     **dict.fromkeys(_FAILURE_MESSAGES, _failed),
+    **dict.fromkeys(_SELF_CHECK_PASSED, _self_check(True)),
+    **dict.fromkeys(_SELF_CHECK_FAILED, _self_check(False)),
 }
 
 # Lines whose values are free text: only these keys start a new field.
 _KNOWN_KEYS: Final[dict[str, frozenset[str]]] = {
-    **dict.fromkeys(_FAILURE_MESSAGES, frozenset({"error", "job_id", "partition", "proof_len", "sector", "miner"})),
+    **dict.fromkeys(
+        (*_FAILURE_MESSAGES, *_SELF_CHECK_FAILED),
+        frozenset({"error", "job_id", "partition", "proof_len", "sector", "miner", "sector_idx"}),
+    ),
     "PCE extraction complete": frozenset({"circuit_id", "extract_ms", "summary"}),
     "background PCE extraction failed": frozenset({"error"}),
     "failed to bind status HTTP server": frozenset({"addr", "error"}),
@@ -490,6 +592,8 @@ def parse_line(line: str, stream: Stream = Stream.UNKNOWN) -> LogEvent:
         return _parse_human(line)
     if line.startswith("CUZK_TIMING:"):
         return _parse_cuzk_timing(line)
+    if line.startswith("CUZK_NTT_H:"):
+        return _parse_ntt_h(line)
     if line.startswith("TIMELINE,"):  # a TIMELINE line wrapped in colour codes (never seen, cheap)
         return _parse_timeline(line)
     if line.startswith("Error: ") and stream is not Stream.STDOUT:

@@ -12,12 +12,13 @@ notices and benchmark results are capped deques; the timeline caps its own retai
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final, Literal, cast
 
 from . import events as ev
 from .daemon_facts import nominal_bytes
-from .timeline import Timeline
+from .timeline import DEFAULT_MAX_JOBS, Timeline
 
 SERIES_CAPACITY: Final = 4096
 NOTICE_CAPACITY: Final = 500
@@ -151,10 +152,22 @@ class BenchState:
 
 
 class SessionModel:
-    """Folds the event stream into the state the screens display."""
+    """Folds the event stream into the state the screens display.
 
-    def __init__(self, timeline: Timeline | None = None) -> None:
+    ``log_source`` names the daemon log of a bare-log replay: with no supervisor events, the
+    daemon's start, readiness and exit are taken from the log itself.
+    """
+
+    def __init__(self, timeline: Timeline | None = None, log_source: str | None = None) -> None:
         self.timeline = timeline if timeline is not None else Timeline()
+        self.log_source = log_source
+        self._observed_lifecycle = False  # a supervisor's DaemonLaunched was seen: it owns the lifecycle
+        self.evictions: list[tuple[float | None, ev.Eviction]] = []
+        self.budget_stalls: list[ev.BudgetStall] = []
+        self.warnings: deque[ev.LogRecord] = deque(maxlen=NOTICE_CAPACITY)  # WARN/ERROR lines of the log
+        self._overtaken_seen = 0
+        # Every exit, with the timeline's daemon run it ended (None: before any run was seen).
+        self.exits: list[tuple[int | None, ev.DaemonExited]] = []
         self.daemon = DaemonState()
         self.rss = Series()
         self.cgroup_usage = Series()
@@ -280,6 +293,7 @@ class SessionModel:
     ) -> None:
         d = self.daemon
         if isinstance(event, ev.DaemonLaunched):
+            self._observed_lifecycle = True
             runs = d.runs + 1
             self.daemon = DaemonState(
                 phase="starting",
@@ -307,9 +321,15 @@ class SessionModel:
             if event.cause == "oom_kill":
                 self.oom_kills.append(event.t)
                 self.memory_version += 1
-            self.timeline.daemon_exited(event.t)
+            self._record_exit(event)
         else:
             self.configs.append(event)
+
+    def _record_exit(self, event: ev.DaemonExited) -> None:
+        segments = self.timeline.segments
+        ended = segments[-1] if segments and not segments[-1].ended else None
+        self.exits.append((ended.index if ended is not None else None, event))
+        self.timeline.daemon_exited(event.t)
 
     def _apply_bench(self, event: ev.BenchStarted | ev.ProofSubmitted | ev.ProofFinished | ev.BenchRestart) -> bool:
         if isinstance(event, ev.BenchStarted):
@@ -322,6 +342,9 @@ class SessionModel:
             self.bench.submitted += 1
         elif isinstance(event, ev.ProofFinished):
             self.bench.results.append(event)
+            if event.status == "FAILED":
+                # The RPC result names the job that a failure line without a job id left open.
+                self.timeline.fail_job(event.job_id, event.error, event.t)
         else:
             self.bench.restarts.append(event)
         self.bench_version += 1
@@ -346,9 +369,115 @@ class SessionModel:
             d.gpu_worker_count = event.total_workers
         elif isinstance(event, ev.FatalErrorLine):
             d.fatal_error = event.context
+        elif isinstance(event, ev.Eviction):
+            self._on_eviction(event, ts)
+        elif isinstance(event, ev.BudgetStall):
+            self._on_budget_stall(event)
+        elif isinstance(event, ev.DaemonStarting | ev.DaemonReady):
+            daemon_changed = self._log_lifecycle(event)
+        elif isinstance(event, ev.LogRecord) and event.level in ("WARN", "ERROR"):
+            self.warnings.append(event)
+            daemon_changed = False
         else:
             daemon_changed = False
         if daemon_changed:
             self.daemon_version += 1
         timeline_changed = self.timeline.apply(cast(ev.LogEvent, event))
+        if len(self.timeline.overtaken) > self._overtaken_seen:
+            self._notice_overtaken(ts)
         return daemon_changed or timeline_changed
+
+    def _notice(self, t: float | None, level: Literal["info", "warning", "error"], text: str) -> None:
+        at = t if t is not None else self.last_t
+        self.notices.append(ev.Notice(at if at is not None else 0.0, level, text))
+
+    def _on_eviction(self, event: ev.Eviction, ts: float | None) -> None:
+        """An SRS or PCE left memory (srs_manager.rs ``evict``, the engine.rs evictor)."""
+        d = self.daemon
+        circuit = event.what if event.srs else _srs_entry(event.what)
+        if not event.srs and self.evictions:
+            last = self.evictions[-1][1]
+            if last.srs and last.what == circuit:
+                return  # the evictor's own line for the SRS eviction srs_manager.rs just logged
+        self.evictions.append((ts if ts is not None else self.last_t, event))
+        if circuit is not None and circuit in d.srs_loaded:
+            d.srs_loaded = tuple(c for c in d.srs_loaded if c != circuit)
+        freed = f", {event.freed_gib} GiB freed" if event.freed_gib is not None else ""
+        what = f"SRS {event.what}" if event.srs else event.what
+        self._notice(ts, "info", f"evicted {what}{freed}")
+        self.memory_version += 1
+
+    def _on_budget_stall(self, event: ev.BudgetStall) -> None:
+        """memory.rs warns on every acquire larger than the whole budget; one notice per size suffices."""
+        repeated = any(s.amount_gib == event.amount_gib for s in self.budget_stalls)
+        self.budget_stalls.append(event)
+        self.memory_version += 1
+        if not repeated:
+            self._notice(
+                event.ts,
+                "error",
+                f"budget stall: a {event.amount_gib} GiB reservation exceeds the {event.total_gib} GiB total "
+                "budget and will block forever (raise memory.total_budget)",
+            )
+
+    def _notice_overtaken(self, ts: float | None) -> None:
+        for job in self.timeline.overtaken[self._overtaken_seen :]:
+            self._notice(
+                ts,
+                "error",
+                f"job {job.job_id} was replaced in the monolithic GPU queue by {job.overtaken_by}: "
+                "its Prove will never return (upstream PriorityWorkQueue keys every job (0, 0))",
+            )
+        self._overtaken_seen = len(self.timeline.overtaken)
+
+    def _log_lifecycle(self, event: ev.DaemonStarting | ev.DaemonReady) -> bool:
+        """A bare log's daemon runs, as the log shows them; a supervisor's events win when present."""
+        if self._observed_lifecycle:
+            return False
+        d = self.daemon
+        if isinstance(event, ev.DaemonStarting):
+            if d.phase in ("starting", "ready") and d.exit is None:
+                segments = self.timeline.segments
+                last_seen = segments[-1].last_time if segments else None
+                self.log_ended(
+                    last_seen if last_seen is not None else event.ts,
+                    "the log shows a new daemon start: the previous run ended without a word",
+                )
+            self.daemon = DaemonState(
+                phase="starting", log_path=self.log_source, launched_t=event.ts, runs=self.daemon.runs + 1
+            )
+        else:
+            d.phase = "ready"
+            d.listen = event.address
+            d.ready_t = event.ts
+            if event.ts is not None and d.launched_t is not None:
+                d.startup_s = event.ts - d.launched_t
+        return True
+
+    def log_ended(self, t: float | None, evidence: str) -> None:
+        """A bare log says its daemon died (cut mid-line, or restarted): record the exit as the log shows it."""
+        at = t if t is not None else self.last_t
+        d = self.daemon
+        exited = ev.DaemonExited(
+            at if at is not None else 0.0, d.pid, None, None, "unknown", (evidence,), d.fatal_error
+        )
+        d.phase = "dead"
+        d.exit = exited
+        self._record_exit(exited)
+        self.daemon_version += 1
+        self.version += 1
+
+
+def _srs_entry(label: str) -> str | None:
+    """The circuit id of the evictor's ``srs:<circuit>`` entry label (engine.rs evictor); None for PCE."""
+    return label[4:] if label.startswith("srs:") else None
+
+
+def model_of(
+    events: Iterable[ev.Event], log_source: str | None = None, max_jobs: int = DEFAULT_MAX_JOBS
+) -> SessionModel:
+    """The model of a whole recording (replay opens on it; export and report are built from it)."""
+    model = SessionModel(Timeline(max_jobs=max_jobs), log_source=log_source)
+    for event in events:
+        model.apply(event)
+    return model

@@ -20,21 +20,18 @@ from .config import ConfigError, load_config
 from .controller import BenchRequest, ControllerError, Identity, ReplayClock
 from .local import LocalQueries
 from .model import SessionModel
-from .session import SessionFollower
+from .session import SessionSource, SourceError, read_session, resolve_source
+from .session_layout import config_versions
 
 
-def load_events(source: Path) -> list[tuple[float, ev.Event]]:
-    """Every event of a session directory or raw log with its time, in replay order."""
-    if source.is_dir():
-        follower = SessionFollower(source)
-    elif source.is_file():
-        follower = SessionFollower(source.parent, log_path=source)
-    else:
-        raise ControllerError(f"{source}: no such session directory or log file")
+def load_events(source: SessionSource) -> list[tuple[float, ev.Event]]:
+    """Every event of a session directory or raw log with its time, in replay order (the one reader)."""
     try:
-        return list(follower.iter_keyed(final=True))
+        return read_session(source).events
+    except SourceError as error:
+        raise ControllerError(str(error)) from error
     except OSError as error:
-        raise ControllerError(f"{source}: {error.strerror or error}") from error
+        raise ControllerError(f"{source.path}: {error.strerror or error}") from error
 
 
 class ReplayController(LocalQueries):
@@ -42,33 +39,46 @@ class ReplayController(LocalQueries):
 
     def __init__(self, source: Path, clock: Callable[[], float] = time.monotonic) -> None:
         self.source = source
-        self.model = SessionModel()
+        try:
+            self._source = resolve_source(source)
+        except SourceError as error:
+            raise ControllerError(str(error)) from error
+        self._log_source = str(self._source.log_path) if self._source.bare_log else None
+        self.model = SessionModel(log_source=self._log_source)
         self.cursor_t: float | None = None
         self.speed = 10.0
         self.playing = False
         self._clock = clock
         self._events: list[tuple[float, ev.Event]] = []
+        self._loaded = False
         self._times: list[float] = []
         self._fed = 0  # events of self._events already applied to self.model
         self._wall_at_cursor: float | None = None
 
     @property
     def identity(self) -> Identity:
-        session_dir = self.source if self.source.is_dir() else None
-        return Identity("replay", f"replay of {self.source}", session_dir)
+        return Identity("replay", f"replay of {self.source}", self._source.directory)
 
     @property
     def read_only(self) -> bool:
         return True
 
+    def load(self) -> None:
+        """Read the source now (ControllerError when it is neither a session nor a daemon log), so
+        a command line can refuse a bad file before the TUI opens; ``start`` then reuses it."""
+        self._events = load_events(self._source)
+        self._loaded = True
+
     async def start(self) -> None:
-        self._events = await asyncio.to_thread(load_events, self.source)
+        if not self._loaded:
+            self._events = await asyncio.to_thread(load_events, self._source)
+            self._loaded = True
         self._times = [t for t, _ in self._events]
         self._rebuild(len(self._events))
         self.cursor_t = self._times[-1] if self._times else None
 
     def _rebuild(self, upto: int) -> None:
-        self.model = SessionModel()
+        self.model = SessionModel(log_source=self._log_source)
         self._fed = 0
         self._feed(upto)
 
@@ -123,9 +133,9 @@ class ReplayController(LocalQueries):
         return changed
 
     def config_path(self) -> Path | None:
-        if not self.source.is_dir():
+        if self._source.directory is None:
             return None
-        versions = sorted((self.source / "config").glob("v*.toml"))
+        versions = config_versions(self._source.directory)
         return versions[-1] if versions else None
 
     def config_values(self) -> dict[str, Any]:

@@ -37,11 +37,9 @@ from platformdirs import user_state_dir
 from . import events as ev
 from .events import Stream
 from .logparse import parse_line
+from .model import SessionModel, model_of
+from .session_layout import CONFIG_DIR, DAEMON_LOG, EVENTS_FILE, META_FILE, config_versions
 
-DAEMON_LOG: Final = "daemon.log"
-EVENTS_FILE: Final = "events.jsonl"
-META_FILE: Final = "meta.json"
-CONFIG_DIR: Final = "config"
 DIR_MODE: Final = 0o700
 FILE_MODE: Final = 0o600
 _READ_CHUNK: Final = 1 << 22
@@ -183,7 +181,7 @@ class SessionWriter:
             return version, path
 
     def config_versions(self) -> list[Path]:
-        return sorted(self.config_dir.glob("v[0-9][0-9][0-9]*.toml"))
+        return config_versions(self.path)
 
     def read_meta(self) -> dict[str, Any]:
         try:
@@ -219,6 +217,7 @@ class _Tail:
         self._offset = offset
         self._partial = b""
         self.line_number = 0
+        self.cut = False  # the file ended without a newline (final read): its writer stopped mid-line
 
     def lines(self, final: bool) -> Iterator[bytes]:
         try:
@@ -238,6 +237,7 @@ class _Tail:
         if final and self._partial:
             line, self._partial = self._partial, b""
             self.line_number += 1
+            self.cut = True
             yield line
 
 
@@ -262,6 +262,14 @@ class LogFollower:
     def poll(self) -> list[ev.LogEvent]:
         return [typing.cast(ev.LogEvent, event) for _, event in self.read(final=False)]
 
+    @property
+    def lines(self) -> int:
+        return self._tail.line_number
+
+    @property
+    def cut_mid_line(self) -> bool:
+        return self._tail.cut
+
 
 class _EventsReader:
     """events.jsonl → observed events; the first damaged line becomes a Notice and ends the reading."""
@@ -270,6 +278,7 @@ class _EventsReader:
         self._tail = _Tail(path)
         self._key = 0.0
         self._damaged = False
+        self.damage: str | None = None  # where and why the reading stopped, for a command's stderr
 
     def read(self, final: bool) -> Iterator[_Keyed]:
         if self._damaged:
@@ -281,6 +290,9 @@ class _EventsReader:
                 event = ev.from_record(json.loads(raw))
             except (ValueError, ev.RecordError) as error:
                 self._damaged = True
+                self.damage = (
+                    f"{self._tail.path}:{self._tail.line_number}: damaged event record ({error}); reading stops here"
+                )
                 text = (
                     f"{self._tail.path}: line {self._tail.line_number} is damaged ({error}); "
                     "events after it were not read"
@@ -300,10 +312,20 @@ class SessionFollower:
     keeping each file's own order. ``log_path`` overrides daemon.log (attached daemons log elsewhere).
     """
 
-    def __init__(self, directory: Path | str, log_path: Path | str | None = None) -> None:
+    def __init__(self, directory: Path | str, log_path: Path | str | None = None, *, observed: bool = True) -> None:
         self.path = Path(directory)
         self._log = LogFollower(Path(log_path) if log_path is not None else self.path / DAEMON_LOG)
-        self._events = _EventsReader(self.path / EVENTS_FILE)
+        # ``observed`` False: a bare log, whose directory's events.jsonl (if any) is not its session's.
+        self._events = _EventsReader(self.path / EVENTS_FILE if observed else Path(os.devnull))
+
+    @property
+    def log(self) -> LogFollower:
+        return self._log
+
+    @property
+    def damage(self) -> str | None:
+        """Where events.jsonl is damaged (reading stopped there), if it is."""
+        return self._events.damage
 
     def iter_keyed(self, final: bool = False) -> Iterator[_Keyed]:
         """New events merged by time, each with the time it is placed at (a replay's cursor axis);
@@ -320,8 +342,105 @@ class SessionFollower:
 
 
 def iter_session_events(directory: Path | str, log_path: Path | str | None = None) -> Iterator[ev.Event]:
-    """Every event of a recorded session in time order (replay and export)."""
+    """Every event of a recorded session in time order (tests and quick scans)."""
     return SessionFollower(directory, log_path).iter_new(final=True)
+
+
+# --------------------------------------------------------------------------------------------
+# One reader for replay, export and report: a session directory or a bare log, read once
+# --------------------------------------------------------------------------------------------
+
+
+class SourceError(Exception):
+    """The source is not a readable session directory or daemon log."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSource:
+    """What ``SESSION_OR_LOG`` names: a session directory, or a bare daemon log (``directory`` None)."""
+
+    path: Path
+    directory: Path | None
+    log_path: Path
+
+    @property
+    def bare_log(self) -> bool:
+        return self.directory is None
+
+
+def resolve_source(path: Path | str) -> SessionSource:
+    """Decide once whether ``path`` is a session directory or a bare daemon log; SourceError if neither."""
+    p = Path(path)
+    if p.is_dir():
+        if not (p / DAEMON_LOG).is_file() and not (p / EVENTS_FILE).is_file():
+            raise SourceError(f"{p}: not a session directory (no {DAEMON_LOG} or {EVENTS_FILE})")
+        return SessionSource(p, p, p / DAEMON_LOG)
+    if p.is_file():
+        return SessionSource(p, None, p)
+    if p.exists():
+        raise SourceError(f"{p}: not a regular file or a directory")
+    raise SourceError(f"{p}: no such session directory or log file")
+
+
+# Log events nothing downstream of the reader uses (the model, the timeline and the exporters
+# ignore them): dropped at read time so a million-line log does not become a million objects.
+_INERT_LEVELS: Final = frozenset({"INFO", "DEBUG", "TRACE"})
+_KEPT_RECORDS: Final = frozenset(
+    {"pipeline GPU worker started", "partition synthesis complete", "SnapDeals partition synthesis complete"}
+)
+
+
+def _inert(event: ev.Event) -> bool:
+    if type(event) is ev.PlainLine:
+        return True
+    return type(event) is ev.LogRecord and event.level in _INERT_LEVELS and event.message not in _KEPT_RECORDS
+
+
+@dataclass(slots=True)
+class RecordedSession:
+    """Every event of a source, keyed by the time replay places it at (the one read of it)."""
+
+    source: SessionSource
+    events: list[_Keyed]
+    log_lines: int
+    damage: str | None = None
+
+
+def read_session(source: SessionSource) -> RecordedSession:
+    """Read a session or a bare log once; OSError propagates, SourceError when it is neither.
+
+    A bare log has no supervisor to say how its daemon ended: a log cut mid-line (the daemon died
+    while writing) or one that ends on the fatal ``Error:`` report becomes a DaemonExited at its end.
+    """
+    follower = SessionFollower(
+        source.directory or source.log_path.parent, log_path=source.log_path, observed=not source.bare_log
+    )
+    events: list[_Keyed] = []
+    fatal: str | None = None
+    recognised = False
+    for key, event in follower.iter_keyed(final=True):
+        if _inert(event):
+            continue
+        recognised = True
+        if isinstance(event, ev.FatalErrorLine):
+            fatal = event.context
+        events.append((key, event))
+    log = follower.log
+    if source.bare_log:
+        if not recognised:
+            raise SourceError(
+                f"{source.path}: not a daemon log or a session directory (no line of it is one the daemon writes)"
+            )
+        end = events[-1][0]
+        if log.cut_mid_line or fatal is not None:
+            evidence = (
+                "the log ends mid-line: the daemon stopped while writing it"
+                if log.cut_mid_line
+                else "the log ends on the daemon's fatal Error: report"
+            )
+            cause: ev.ExitCause = "error" if fatal is not None else "unknown"
+            events.append((end, ev.DaemonExited(end, None, None, None, cause, (evidence,), fatal)))
+    return RecordedSession(source, events, log.lines, follower.damage)
 
 
 @dataclass(frozen=True, slots=True)
@@ -391,3 +510,19 @@ def list_sessions(root: Path | str | None = None) -> list[SessionInfo]:
         return []
     infos = [info for child in base.iterdir() if child.is_dir() and (info := read_session_info(child)) is not None]
     return sorted(infos, key=lambda info: (info.created, info.path.name))
+
+
+# Post-mortem readers (export, report) keep every job: retention far beyond any realistic run.
+ALL_JOBS: Final = 10_000_000
+
+
+def load_session(path: Path | str, max_jobs: int = ALL_JOBS) -> tuple[RecordedSession, SessionModel]:
+    """Resolve, read once and model ``SESSION_OR_LOG``: what replay, export and report all start from."""
+    recorded = read_session(resolve_source(path))
+    source = recorded.source
+    model = model_of(
+        (event for _, event in recorded.events),
+        log_source=str(source.log_path) if source.bare_log else None,
+        max_jobs=max_jobs,
+    )
+    return recorded, model

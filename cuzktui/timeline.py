@@ -34,15 +34,21 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, NamedTuple
 
 from .events import (
+    BatchMemberDelivered,
+    BatchSplit,
     CuzkTiming,
     DaemonStarting,
     EngineStarted,
     FinTiming,
     GpuTiming,
+    JobQueued,
     LogEvent,
     LogRecord,
+    MonolithicProcessing,
+    NttTiming,
     ProofAssembled,
     ProofFailedLine,
+    SelfCheck,
     TimelineEvent,
 )
 
@@ -91,6 +97,8 @@ class Partition:
     gpu_timing: dict[str, int] = field(default_factory=dict)
     fin_timing: dict[str, int] = field(default_factory=dict)
     cuzk_timing: dict[str, int] = field(default_factory=dict)
+    ntt_timing: dict[str, int] = field(default_factory=dict)  # CUZK_NTT_H (groth16_ntt_h.cu)
+    is_pinned: bool | None = None  # "partition synthesis complete ... is_pinned=" (pipeline.rs)
     lane_start: float | None = None  # set when it joins a worker's lane
 
     @property
@@ -125,6 +133,26 @@ class Job:
     finished_at: float | None = None
     error: str = ""
     assembled: ProofAssembled | None = None
+    # A PoRep proof is assembled (and its line logged) before the self-check runs (engine.rs):
+    # the job counts as completed until a FAILED verdict turns it into a failure.
+    self_check: bool | None = None
+    # Scheduler (scheduler.rs "job enqueued" / "job dequeued for proving") and budget
+    # (engine.rs "dispatching per-partition synthesis (budget-gated)") waits before SYNTH_START.
+    enqueued_at: float | None = None
+    dequeued_at: float | None = None
+    dispatched_at: float | None = None
+    batch_leader: str | None = None  # a batch member shown with its batch's first request's phases
+    # Upstream's monolithic GPU queue keys every job (0, 0) (engine.rs PriorityWorkQueue::push): a
+    # later job replaced this one, which then never leaves the queue.
+    overtaken_by: str | None = None
+
+    @property
+    def scheduler_wait_s(self) -> float | None:
+        return _span(self.enqueued_at, self.dequeued_at)
+
+    @property
+    def budget_wait_s(self) -> float | None:
+        return _span(self.dispatched_at, self.first_start)
 
     @property
     def key(self) -> tuple[int, str]:
@@ -163,6 +191,7 @@ class Segment:
     failed: int = 0
     incomplete: int = 0
     ended: bool = False
+    pipeline_enabled: bool | None = None  # "starting cuzk engine pipeline_enabled=…"
 
     def _see(self, t: float) -> None:
         if self.first_time is None or t < self.first_time:
@@ -255,6 +284,9 @@ class Timeline:
         self._gpu = _Mean()
         self._min_time: float | None = None
         self._max_time: float | None = None
+        self._batch_leader: Job | None = None
+        self._last_dequeued: Job | None = None
+        self.overtaken: list[Job] = []  # in the order they were noticed (bounded by jobs seen)
 
     # ---------------------------------------------------------------------------- feeding
 
@@ -333,6 +365,7 @@ class Timeline:
         if segment.engine_started or segment.jobs:
             segment = self._open_segment(event.ts)
         segment.engine_started = True
+        segment.pipeline_enabled = event.pipeline_enabled
         if event.ts is not None:
             segment.origin = event.ts
             segment.anchored = True
@@ -340,6 +373,8 @@ class Timeline:
         return True
 
     def _on_log_record(self, event: LogRecord) -> bool:
+        if event.message in _SYNTH_COMPLETE:
+            return self._on_synth_complete(event)
         if event.message != "pipeline GPU worker started":
             return False
         worker, gpu = event.fields.get("worker_id", ""), event.fields.get("gpu", "")
@@ -347,6 +382,84 @@ class Timeline:
             return False
         self._worker_gpu[int(worker)] = int(gpu)
         return True
+
+    def _on_synth_complete(self, event: LogRecord) -> bool:
+        """``partition synthesis complete … is_pinned=`` (pipeline.rs): whether the pinned pool served it."""
+        pinned = event.fields.get("is_pinned")
+        job_id = _field_from_spans(event, "job_id")
+        partition = _int(event.fields.get("partition"))
+        if pinned not in ("true", "false") or job_id is None or partition is None:
+            return False
+        p = self._find_partition(job_id, None, partition)
+        if p is None:
+            return False
+        p.is_pinned = pinned == "true"
+        return True
+
+    def _on_queued(self, event: JobQueued) -> bool:
+        segment = self._current()
+        t = self._axis_time(segment, event.ts)
+        job = self._jobs.get((segment.index, event.job_id)) or self._job(segment, event.job_id)
+        if event.proof_kind and job.kind is None:
+            job.kind = event.proof_kind
+        if event.stage == "enqueued":
+            job.enqueued_at = t
+            if segment.pipeline_enabled is False:
+                # Without the pipeline every job is monolithic and the scheduler's queue is its GPU queue.
+                job.monolithic = True
+                self._partition(job, 0).gpu_queue = t
+        elif event.stage == "dequeued":
+            job.dequeued_at = t
+            self._last_dequeued = job
+        else:
+            job.dispatched_at = t
+        self._touch(segment, job, t)
+        return True
+
+    def _touch(self, segment: Segment, job: Job, t: float | None) -> None:
+        if t is None:
+            return
+        if job.first_time is None or t < job.first_time:
+            job.first_time = t
+        if job.last_time is None or t > job.last_time:
+            job.last_time = t
+        self._see(segment, t)
+
+    def _on_monolithic_processing(self, event: MonolithicProcessing) -> bool:
+        """The monolithic worker took the job (engine.rs): from here to its proof line it holds the GPU."""
+        if event.job_id is None:
+            return False
+        segment = self._current()
+        t = self._axis_time(segment, event.ts)
+        if t is None:
+            return False
+        job = self._jobs.get((segment.index, event.job_id)) or self._job(segment, event.job_id)
+        job.monolithic = True
+        if event.proof_kind and job.kind is None:
+            job.kind = event.proof_kind
+        p = self._partition(job, 0)
+        if p.gpu_queue is None:
+            p.gpu_queue = job.enqueued_at
+        p.gpu_pickup = p.gpu_start = t
+        self._queue.add(p.queue_wait_s)
+        self._on_lane(p, event.worker_id, t)
+        if job.status == "running":
+            self._open_gpu[p] = None
+        self._touch(segment, job, t)
+        return True
+
+    def _check_overtaken(self, segment: Segment, winner: Job, queued_at: float | None) -> None:
+        """Upstream's monolithic GPU queue keys every entry (0, 0) (engine.rs PriorityWorkQueue::push),
+        so a job queued before ``winner`` that was never picked up was replaced, not passed."""
+        if queued_at is None:
+            return
+        for job in self._running.values():
+            if job is winner or job.segment != segment.index or not job.monolithic or job.overtaken_by:
+                continue
+            p = job.partitions.get(0)
+            if p is not None and p.gpu_queue is not None and p.gpu_pickup is None and p.gpu_queue <= queued_at:
+                job.overtaken_by = winner.job_id
+                self.overtaken.append(job)
 
     def _job(self, segment: Segment, job_id: str) -> Job:
         key = (segment.index, job_id)
@@ -407,6 +520,8 @@ class Timeline:
             self._gpu.add(p.gpu_s)
             self._on_lane(p, event.worker, t)
             self._open_gpu.pop(p, None)
+            if job.monolithic:
+                self._check_overtaken(segment, job, p.gpu_queue)
         else:
             return False
         if job.first_time is None or t < job.first_time:
@@ -440,9 +555,17 @@ class Timeline:
             if found is None:
                 return False
             job = found
+        return self._complete(segment, job, event)
+
+    def _complete(self, segment: Segment, job: Job, event: ProofAssembled) -> bool:
         if job.status != "running":
             return False
         t = self._axis_time(segment, event.ts)
+        p = job.partitions.get(0) if job.monolithic else None
+        if p is not None and p.gpu_start is not None and p.gpu_end is None and t is not None:
+            # The monolithic worker's proof line ends its hold of the GPU (no TIMELINE in that mode).
+            p.gpu_end = t
+            self._gpu.add(p.gpu_s)
         job.status = "completed"
         job.assembled = event
         job.finished_at = t
@@ -466,18 +589,24 @@ class Timeline:
         return min(ended, key=lambda item: item[0])[1] if ended else None
 
     def _on_failed(self, event: ProofFailedLine) -> bool:
-        if event.job_id is None:
-            return False
         segment = self._current()
-        job = self._jobs.get((segment.index, event.job_id)) or self._job(segment, event.job_id)
+        if event.job_id is None:
+            found = self._attribute_failure(segment, event.message)
+            if found is None:
+                return False
+            job = found
+        else:
+            job = self._jobs.get((segment.index, event.job_id)) or self._job(segment, event.job_id)
         index = 0 if job.monolithic else event.partition
         if index is not None:
             self._partition(job, index).failed = True
         if not job.error:
             job.error = event.error or event.message
-        if job.status != "running":
-            return True
-        t = self._axis_time(segment, event.ts)
+        if job.status == "running":
+            self._fail(segment, job, self._axis_time(segment, event.ts))
+        return True
+
+    def _fail(self, segment: Segment, job: Job, t: float | None) -> None:
         job.status = "failed"
         job.finished_at = t
         segment.failed += 1
@@ -485,7 +614,107 @@ class Timeline:
         if t is not None:
             self._see(segment, t)
         self._finish(job)
+
+    def _attribute_failure(self, segment: Segment, message: str) -> Job | None:
+        """The job a failure line without a job id belongs to (engine.rs logs none on these paths).
+
+        A C1 / SnapDeals parse or SRS-load failure happens in the dispatcher right after it dequeued
+        the job, before any synthesis; the monolithic path's failures belong to its open job, the
+        one in the phase that failed (the oldest such, as the GPU queue is FIFO).
+        """
+        if message in _PARSE_FAILURES:
+            job = self._last_dequeued
+            if job is not None and job.status == "running" and job.segment == segment.index:
+                return job
+            return None
+        open_jobs = [j for j in self._running.values() if j.segment == segment.index and j.monolithic]
+        synthesis = "synthesis" in message
+
+        def in_phase(job: Job) -> bool:
+            p = job.partitions.get(0)
+            if p is None:
+                return False
+            if synthesis:
+                return p.synth_start is not None and p.synth_end is None
+            return p.gpu_pickup is not None and p.gpu_end is None
+
+        candidates = [j for j in open_jobs if in_phase(j)] or open_jobs
+        return min(candidates, key=_job_order) if candidates else None
+
+    def fail_job(self, job_id: str, error: str, t: float | None) -> bool:
+        """The RPC result says the job failed (a line without a job id left it running)."""
+        if not self._segments:
+            return False
+        segment = self._segments[-1]
+        job = self._jobs.get((segment.index, job_id))
+        if job is None or job.status != "running":
+            return False
+        job.error = job.error or error
+        self._fail(segment, job, t if segment.anchored else segment.last_time)
+        self.version += 1
         return True
+
+    def _on_self_check(self, event: SelfCheck) -> bool:
+        if event.job_id is None:
+            return False
+        segment = self._current()
+        job = self._jobs.get((segment.index, event.job_id))
+        if job is None:
+            return False
+        job.self_check = event.passed
+        if event.passed:
+            return True
+        job.error = job.error or f"PoRep proof self-check failed{': ' + event.error if event.error else ''}"
+        t = self._axis_time(segment, event.ts)
+        if job.status == "running":
+            self._fail(segment, job, t)
+        elif job.status == "completed":
+            # The proof line came first; the verdict undoes the completion (engine.rs Phase 7).
+            segment.completed -= 1
+            self.completed -= 1
+            if job.finished_at is not None and job.finished_at in self._completions:
+                self._completions.remove(job.finished_at)
+            job.status = "failed"
+            segment.failed += 1
+            self.failed += 1
+        return True
+
+    def _on_batch_split(self, event: BatchSplit) -> bool:
+        self._batch_leader = self._oldest_finished_monolithic(self._current())
+        return self._batch_leader is not None
+
+    def _on_batch_member(self, event: BatchMemberDelivered) -> bool:
+        """Each sector of a batch gets its proof; only the first request had TIMELINE lines (engine.rs),
+        so the others are shown with the batch's phases."""
+        segment = self._current()
+        job = self._jobs.get((segment.index, event.job_id)) or self._job(segment, event.job_id)
+        leader = self._batch_leader
+        if leader is not None and leader is not job and not job.partitions and 0 in leader.partitions:
+            source = leader.partitions[0]
+            p = self._partition(job, 0)
+            for name in ("synth_start", "synth_end", "gpu_queue", "gpu_pickup", "gpu_start", "gpu_end"):
+                setattr(p, name, getattr(source, name))
+            p.worker = source.worker
+            job.monolithic = True
+            job.batch_leader = leader.job_id
+            job.kind = job.kind or leader.kind
+            self._touch(segment, job, source.synth_start)
+            self._touch(segment, job, source.gpu_end)
+        return self._complete(segment, job, ProofAssembled(event.ts, event.job_id, None, event.total_ms, None, None))
+
+    def _on_ntt_timing(self, event: NttTiming) -> bool:
+        p = self._single_open_gpu(None)
+        if p is None:
+            return False
+        p.ntt_timing.update(event.values)
+        return True
+
+    def _single_open_gpu(self, gpu: int | None) -> Partition | None:
+        """The one partition on a GPU (of ordinal ``gpu`` when known) a stderr line can belong to."""
+        candidates = [
+            p for p in self._open_gpu if gpu is None or p.worker is None or self._worker_gpu.get(p.worker, gpu) == gpu
+        ]
+        return candidates[0] if len(candidates) == 1 else None
 
     def _finish(self, job: Job) -> None:
         self._running.pop(job.key, None)
@@ -531,13 +760,9 @@ class Timeline:
     def _on_cuzk_timing(self, event: CuzkTiming) -> bool:
         if not event.values:
             return False
-        candidates = [
-            p
-            for p in self._open_gpu
-            if event.gpu is None or p.worker is None or self._worker_gpu.get(p.worker, event.gpu) == event.gpu
-        ]
-        if len(candidates) == 1:
-            candidates[0].cuzk_timing.update(event.values)
+        p = self._single_open_gpu(event.gpu)
+        if p is not None:
+            p.cuzk_timing.update(event.values)
         else:
             self.unattached.append(event)
             self.unattached_cuzk_timings += 1
@@ -708,7 +933,27 @@ _HANDLERS: Final[dict[type[Any], Callable[[Timeline, Any], bool]]] = {
     DaemonStarting: Timeline._on_daemon_starting,
     EngineStarted: Timeline._on_engine_started,
     LogRecord: Timeline._on_log_record,
+    JobQueued: Timeline._on_queued,
+    MonolithicProcessing: Timeline._on_monolithic_processing,
+    SelfCheck: Timeline._on_self_check,
+    BatchSplit: Timeline._on_batch_split,
+    BatchMemberDelivered: Timeline._on_batch_member,
+    NttTiming: Timeline._on_ntt_timing,
 }
+
+# engine.rs: the dispatcher's failures between dequeue and the first synthesis (no job id).
+_PARSE_FAILURES: Final = frozenset(
+    {"Phase 7: C1 parse/SRS load failed", "Phase 7: C1 parse task panicked", "SnapDeals parse/SRS load failed"}
+)
+_SYNTH_COMPLETE: Final = frozenset({"partition synthesis complete", "SnapDeals partition synthesis complete"})
+
+
+def _field_from_spans(record: LogRecord, key: str) -> str | None:
+    for span in reversed(record.spans):
+        value = span.fields.get(key)
+        if value is not None:
+            return value
+    return record.fields.get(key)
 
 
 def _int(text: str | None) -> int | None:

@@ -374,17 +374,6 @@ def test_notable_info_lines(rest: str, expected: object) -> None:
             ProofFailedLine(T0 + 0.5, "GPU prove start failed", "CUDA out of memory", "porep-9", 3),
         ),
         (
-            "cuzk_core::engine: Phase 7: PoRep proof self-check FAILED — proof will NOT be returned to caller "
-            "job_id=porep-7 proof_len=1920 sector=12 miner=1000",
-            ProofFailedLine(
-                T0 + 0.5,
-                "Phase 7: PoRep proof self-check FAILED — proof will NOT be returned to caller",
-                "",
-                "porep-7",
-                None,
-            ),
-        ),
-        (
             "cuzk_server::service: prove failed error=job not found",
             ProofFailedLine(T0 + 0.5, "prove failed", "job not found"),
         ),

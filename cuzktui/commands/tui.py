@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..controller import BenchRequest, Controller
+from ..controller import BenchRequest, Controller, ControllerError
 from ..daemon_facts import CLI_KINDS
 from ..live import AttachTarget, LiveController, LiveOptions
 from ..replay import ReplayController
@@ -81,10 +81,11 @@ def run_attach(args: argparse.Namespace) -> int:
 
 
 def run_replay(args: argparse.Namespace) -> int:
-    source = Path(args.source)
-    if not source.exists():
-        print(f"cuzk-tui replay: {source}: no such session directory or log file", file=sys.stderr)
+    try:
+        controller = ReplayController(Path(args.source))
+        controller.load()
+    except ControllerError as error:
+        print(f"cuzk-tui replay: {error}", file=sys.stderr)
         return 1
-    controller = ReplayController(source)
     controller.speed = args.speed
     return _run(controller, args)

@@ -18,17 +18,18 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from ...controller import Controller
+from ...session_layout import DAEMON_LOG
 from ..widgets.header import screen_header
 from ..widgets.logview import ALL_LEVELS, Level, LogView
 
 
 def log_path_of(controller: Controller) -> Path | None:
     """The daemon log the model names, else the session's ``daemon.log``."""
-    named = controller.model.daemon.log_path
+    named = controller.model.daemon.log_path or controller.model.log_source
     if named:
         return Path(named)
     session_dir = controller.identity.session_dir
-    return session_dir / "daemon.log" if session_dir is not None else None
+    return session_dir / DAEMON_LOG if session_dir is not None else None
 
 
 class LogsScreen(Screen[None]):

@@ -1,0 +1,202 @@
+"""The post-mortem of a session or a bare daemon log, for someone who was not watching.
+
+Built from the :class:`~cuzktui.model.SessionModel` that replay and export also build (one reader,
+one model), so the three always agree on every job's final state. :func:`build_report` gives a
+JSON-ready dict; :func:`render_text` the same for a terminal.
+
+Statuses are final: a job still running when the recording ends, or cut by its daemon's death, is
+``incomplete`` with the reason; ``completed`` means the proof was delivered (a PoRep proof whose
+self-check failed after assembly is ``failed``, engine.rs Phase 7).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any, Final
+
+from . import events as ev
+from .model import SessionModel
+from .timeline import Job, Timeline
+
+__all__ = ["build_report", "render_text"]
+
+# Idle stretches shorter than this share of the whole recording are not worth listing.
+_GAP_SHARE: Final = 0.02
+_GAPS_LISTED: Final = 5
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile of a non-empty sequence."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def _figures(values: list[float]) -> dict[str, Any]:
+    if not values:
+        return {"n": 0, "median_s": None, "p95_s": None}
+    return {"n": len(values), "median_s": round(_percentile(values, 50), 3), "p95_s": round(_percentile(values, 95), 3)}
+
+
+def _phase_of(job: Job) -> str:
+    """Where an unfinished job stood when its recording or its daemon run ended."""
+    parts = list(job.partitions.values())
+    if any(p.gpu_pickup is not None and p.gpu_end is None for p in parts):
+        return "on the GPU"
+    if any(p.gpu_queue is not None and p.gpu_pickup is None for p in parts) or any(
+        p.synth_end is not None and p.gpu_pickup is None for p in parts
+    ):
+        return "waiting for a GPU"
+    if any(p.synth_start is not None and p.synth_end is None for p in parts):
+        return "in synthesis"
+    if parts and all(p.gpu_end is not None for p in parts):
+        return "assembling its proof"
+    if job.dispatched_at is not None:
+        return "waiting for the memory budget"
+    if job.dequeued_at is not None:
+        return "parsing its input"
+    if job.enqueued_at is not None:
+        return "waiting in the scheduler queue"
+    return "in flight"
+
+
+def _exit_text(exit_event: ev.DaemonExited) -> str:
+    return exit_event.cause.replace("_", "-") if exit_event.cause != "oom_kill" else "OOM-killed"
+
+
+def _reason(job: Job, model: SessionModel, exits: dict[int, ev.DaemonExited]) -> str:
+    if job.status == "completed":
+        return f"delivered from the batch led by {job.batch_leader}" if job.batch_leader else ""
+    if job.status == "failed":
+        return job.error or "failed"
+    if job.overtaken_by:
+        return (
+            f"replaced in the monolithic GPU queue by {job.overtaken_by}, which started and finished: upstream's "
+            "PriorityWorkQueue keys every monolithic job (0, 0), so this one's Prove never returns"
+        )
+    phase = _phase_of(job)
+    segment = model.timeline.segments[job.segment]
+    if segment.ended:
+        exit_event = exits.get(job.segment)
+        if exit_event is not None:
+            return f"the daemon exited ({_exit_text(exit_event)}) with the job {phase}"
+        return f"the daemon restarted with the job {phase}"
+    return f"still {phase} when the recording ends"
+
+
+def _status(job: Job) -> str:
+    return "incomplete" if job.status == "running" else job.status
+
+
+def _job_entry(job: Job, model: SessionModel, exits: dict[int, ev.DaemonExited]) -> dict[str, Any]:
+    return {
+        "job_id": job.job_id,
+        "daemon_run": job.segment,
+        "kind": job.kind,
+        "status": _status(job),
+        "reason": _reason(job, model, exits),
+        "partitions": len(job.partitions),
+        "scheduler_wait_s": job.scheduler_wait_s,
+        "budget_wait_s": job.budget_wait_s,
+    }
+
+
+def _gpu(timeline: Timeline) -> dict[str, Any]:
+    span = timeline.time_span()
+    if span is None:
+        return {"busy_share": {}, "idle_gaps": {}}
+    start, end = span
+    min_gap = (end - start) * _GAP_SHARE
+    busy = timeline.busy_fraction(start, end)
+    gaps = {}
+    for worker in busy:
+        found = sorted(timeline.idle_gaps(worker, start, end, min_gap), key=lambda g: g[0] - g[1])[:_GAPS_LISTED]
+        gaps[str(worker)] = [{"start": a, "end": b, "seconds": round(b - a, 3)} for a, b in sorted(found)]
+    return {"busy_share": {str(w): round(f, 4) for w, f in busy.items()}, "idle_gaps": gaps}
+
+
+def build_report(model: SessionModel, source: str) -> dict[str, Any]:
+    """Everything the report says, as JSON-ready data (see the module docstring)."""
+    timeline = model.timeline
+    exits = {segment: event for segment, event in model.exits if segment is not None}
+    jobs = timeline.jobs()
+    entries = [_job_entry(job, model, exits) for job in jobs]
+    counts = Counter(entry["status"] for entry in entries)
+    partitions = [p for job in jobs for p in job.partitions.values()]
+    engine = model.daemon.mode == "engine" or model.daemon.memory_scale is not None
+    warnings = Counter(f"{r.level} {r.message}" for r in model.warnings)
+    return {
+        "source": source,
+        "engine_time": engine,
+        "jobs": entries,
+        "counts": {key: counts.get(key, 0) for key in ("completed", "failed", "incomplete")},
+        "phases": {
+            "synthesis": _figures([s for p in partitions if (s := p.synth_s) is not None]),
+            "scheduler_wait": _figures([s for j in jobs if (s := j.scheduler_wait_s) is not None]),
+            "budget_wait": _figures([s for j in jobs if (s := j.budget_wait_s) is not None]),
+            "gpu_queue_wait": _figures([s for p in partitions if (s := p.queue_wait_s) is not None]),
+            "gpu": _figures([s for p in partitions if (s := p.gpu_s) is not None]),
+        },
+        "gpu": _gpu(timeline),
+        "daemon_runs": len(timeline.segments),
+        "restarts": max(0, len(timeline.segments) - 1),
+        "exits": [
+            {"t": e.t, "cause": e.cause, "returncode": e.returncode, "signal": e.signal, "evidence": list(e.evidence)}
+            for _, e in model.exits
+        ],
+        "evictions": [{"t": t, "what": e.what, "srs": e.srs, "freed_gib": e.freed_gib} for t, e in model.evictions],
+        "budget_stalls": [
+            {"t": s.ts, "amount_gib": s.amount_gib, "total_gib": s.total_gib} for s in model.budget_stalls
+        ],
+        "warnings": [{"line": text, "count": n} for text, n in warnings.most_common()],
+        "notices": [{"t": n.t, "level": n.level, "text": n.text} for n in model.notices if n.level != "info"],
+    }
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}s"
+
+
+def render_text(report: dict[str, Any]) -> str:
+    """The report for a terminal: summary first, then the jobs that did not complete, then the rest."""
+    counts = report["counts"]
+    lines = [f"report of {report['source']}"]
+    if report["engine_time"]:
+        lines.append("(cuzk-engine run: every time below is in the emulated box's time, not this machine's)")
+    lines.append(
+        f"jobs: {len(report['jobs'])}  completed {counts['completed']}  failed {counts['failed']}  "
+        f"incomplete {counts['incomplete']}   daemon runs: {report['daemon_runs']} (restarts {report['restarts']})"
+    )
+    for exit_event in report["exits"]:
+        evidence = "; ".join(exit_event["evidence"])
+        lines.append(f"daemon exit: {exit_event['cause']}" + (f" ({evidence})" if evidence else ""))
+    lines.append("")
+    lines.append(f"{'phase':<16}{'n':>6}{'median':>12}{'p95':>12}")
+    for name, fig in report["phases"].items():
+        lines.append(
+            f"{name.replace('_', ' '):<16}{fig['n']:>6}{_seconds(fig['median_s']):>12}{_seconds(fig['p95_s']):>12}"
+        )
+    gpu = report["gpu"]
+    for worker, share in gpu["busy_share"].items():
+        gaps = gpu["idle_gaps"].get(worker, [])
+        longest = max((g["seconds"] for g in gaps), default=None)
+        gap_text = f", {len(gaps)} idle gaps (longest {_seconds(longest)})" if gaps else ""
+        lines.append(f"GPU worker {worker}: busy {share:.0%}{gap_text}")
+    lines.append(f"evictions: {len(report['evictions'])}   budget stalls: {len(report['budget_stalls'])}")
+    for stall in report["budget_stalls"][:1]:
+        lines.append(
+            f"  a {stall['amount_gib']} GiB reservation exceeds the {stall['total_gib']} GiB budget: it blocks forever"
+        )
+    lines.append("")
+    lines.append("jobs:")
+    for job in report["jobs"]:
+        reason = f"  {job['reason']}" if job["reason"] else ""
+        lines.append(f"  {job['status']:<11}{job['job_id']}{reason}")
+    if report["warnings"]:
+        lines.append("")
+        lines.append("warnings in the log:")
+        for warning in report["warnings"]:
+            lines.append(f"  {warning['count']:>5} x {warning['line']}")
+    return "\n".join(lines) + "\n"
