@@ -15,7 +15,8 @@ import pytest
 
 from cuzktui import events as ev
 from cuzktui.cli import main
-from cuzktui.replay import ReplayController, ReplayError
+from cuzktui.controller import ControllerError
+from cuzktui.replay import ReplayController
 from cuzktui.report import build_report
 from cuzktui.session import SessionWriter, load_session
 
@@ -360,7 +361,7 @@ def test_a_bare_log_replays_its_daemon_lifecycle_and_a_cut_line_is_its_death(tmp
 def test_a_file_that_is_no_daemon_log_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     junk = tmp_path / "random.bin"
     junk.write_bytes(bytes(range(256)) * 64)
-    with pytest.raises(ReplayError, match="not a daemon log"):
+    with pytest.raises(ControllerError, match="not a daemon log"):
         ReplayController(junk).load()
     assert main(["report", str(junk)]) == 1
     assert "not a daemon log" in capsys.readouterr().err
