@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -109,12 +110,12 @@ def write_log(tmp_path: Path, lines: list[str], *, cut: bool = False) -> Path:
     return path
 
 
-def report_of(path: Path) -> dict[str, object]:
+def report_of(path: Path) -> dict[str, Any]:
     _, model = load_session(path)
     return build_report(model, str(path))
 
 
-def statuses(report: dict[str, object]) -> dict[str, tuple[str, str]]:
+def statuses(report: dict[str, Any]) -> dict[str, tuple[str, str]]:
     jobs = report["jobs"]
     assert isinstance(jobs, list)
     return {j["job_id"]: (j["status"], j["reason"]) for j in jobs}
