@@ -161,7 +161,9 @@ class CuzkApp(App[None]):
         self._poll_timer = self.set_timer(self.poll_interval, self._poll_tick)
 
     def _poll_tick(self) -> None:
-        self.run_worker(self._poll(), exclusive=True, group="controller")
+        # The coroutine function, not a coroutine: quitting cancels this worker (same exclusive group)
+        # before it may have started, and a coroutine object made for it would never be awaited.
+        self.run_worker(self._poll, exclusive=True, group="controller")
 
     def refresh_visible(self) -> None:
         """Redraw the visible screens whose model moved since they last drew; update the header."""

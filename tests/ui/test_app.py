@@ -415,3 +415,21 @@ async def test_a_live_lane_leaves_the_future_blank_and_out_of_its_busy_share(eve
         bars = view.render_line(1).text[view.label_width :]
         assert "·" in bars[:now_column] and bars[now_column + 1 :].strip() == ""
         assert "of the shown 3m19s" in lane_detail(model, 0, (start, end)).plain
+
+
+async def test_stop_and_quit_while_a_poll_is_scheduled_leaves_no_unawaited_coroutine() -> None:
+    import gc
+    import warnings
+
+    fake = FakeController(build_model([]), running=True)
+    app = make_app(fake)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        async with app.run_test() as pilot:
+            await settle(pilot)
+            # A poll tick queued, then "Stop and quit" in the same step: the quit cancels the queued poll.
+            app._poll_tick()
+            await app._leave(stop_daemon=True).wait()
+        gc.collect()
+    assert fake.shutdowns == [True]
+    assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []
