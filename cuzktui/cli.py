@@ -54,6 +54,22 @@ def build_parser() -> argparse.ArgumentParser:
     attach.add_argument("address", help="gRPC address: host:port or unix:///path")
     attach.add_argument("--status-url", metavar="URL", help="the daemon's HTTP status URL, if enabled")
     attach.add_argument("--log", metavar="FILE", help="the daemon's log file to follow")
+    attach.add_argument(
+        "--journal", metavar="UNIT", help="follow the daemon's log in journald (journalctl -o cat -f -u UNIT)"
+    )
+    attach.add_argument(
+        "--pid", type=int, metavar="PID", help="the daemon's pid (default: the owner of the listening socket)"
+    )
+    # SUPPRESS: the top-level --config / --session (before "attach") must not be reset by these defaults.
+    attach.add_argument(
+        "--config",
+        metavar="FILE",
+        default=argparse.SUPPRESS,
+        help="the config file the daemon was started with (else the Knobs screen says the running config is unknown)",
+    )
+    attach.add_argument(
+        "--session", metavar="DIR", default=argparse.SUPPRESS, help="record into (or continue) this session directory"
+    )
 
     replay = sub.add_parser("replay", help="open a recorded session or a raw daemon log")
     replay.add_argument("source", help="a session directory or a daemon log file")

@@ -94,6 +94,19 @@ class Controller(Protocol):
         """The command that watches a daemon left running ("" when there is none to re-attach to)."""
         ...
 
+    def running_config_source(self) -> str | None:
+        """Where the running config (``config_values``) came from, for the Knobs screen; None: unknown
+        (attached without ``--config``); "": nothing to add to the config path."""
+        ...
+
+    def left_running(self) -> list[str]:
+        """What keeps running if the operator leaves now without stopping anything, in words."""
+        ...
+
+    def farewell(self) -> str:
+        """What to print on the terminal once the app has exited (what was left running, the attach line)."""
+        ...
+
     def memcheck_report(self) -> MemcheckReport:
         """What this machine gives the daemon, for the running config. Blocking: call it from a thread."""
         ...

@@ -371,6 +371,20 @@ class DaemonReadyObserved:
     t: float
     pid: int | None
     startup_s: float
+    # The daemon's own uptime when it first answered (GetStatus uptime_seconds, service.rs get_status):
+    # for an attached daemon, "up" is this, not the time since we attached.
+    uptime_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonLiveness:
+    """An attached daemon stopped answering (gRPC and /status both silent, or nothing listens at its
+    address), or answers again; ``detail`` says what was tried and what came back."""
+
+    t: float
+    answering: bool
+    detail: str
+    uptime_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -512,6 +526,7 @@ ObservedEvent = (
     DaemonLaunched
     | DaemonReadyObserved
     | DaemonExited
+    | DaemonLiveness
     | ConfigApplied
     | MemorySample
     | GpuSample

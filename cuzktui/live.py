@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
+import shlex
 import signal
 import subprocess
 import time
@@ -25,6 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from . import events as ev
 from .bench import spawn_bench_process
@@ -36,7 +40,7 @@ from .local import LocalQueries
 from .model import SessionModel
 from .planner import gather_report
 from .recording import DaemonRecorder
-from .session import SessionFollower, SessionWriter
+from .session import SessionFollower, SessionWriter, list_sessions
 from .supervisor import DaemonProgram, DaemonStartError, Supervisor, SupervisorError, free_loopback_port
 from .system import CgroupError, MemoryCgroup
 from .units import GiB
@@ -49,6 +53,26 @@ class AttachTarget:
     address: str
     status_url: str | None = None
     log_path: str | None = None
+    journal_unit: str | None = None  # read the log with journalctl -u UNIT instead of a file
+    pid: int | None = None  # the daemon's pid when known; else the owner of the listening socket
+
+
+def find_detached_session(address: str, root: Path | None = None) -> Path | None:
+    """The newest recorded session a TUI left running on ``address`` whose benchmark runner still runs.
+
+    "Leave running" writes ``left_running`` into the session's meta and the runner its ``bench_pid``:
+    attaching to that address again continues that session, so the Bench screen shows the benchmark.
+    """
+    for info in reversed(list_sessions(root)):
+        try:
+            meta = json.loads((info.path / "meta.json").read_text("utf-8"))
+        except (OSError, ValueError):
+            continue
+        left = meta.get("left_running") if isinstance(meta, dict) else None
+        pid = meta.get("bench_pid") if isinstance(meta, dict) else None
+        if isinstance(left, dict) and left.get("listen") == address and isinstance(pid, int) and psutil.pid_exists(pid):
+            return info.path
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +131,7 @@ class LiveController(LocalQueries):
         self._bench_proc: subprocess.Popen[bytes] | None = None
         self._recorder: DaemonRecorder | None = None
         self._launch_lock = asyncio.Lock()
+        self._farewell = ""
 
     # -- identity ------------------------------------------------------------------------
 
@@ -132,11 +157,13 @@ class LiveController(LocalQueries):
         o = self.options
         mode = o.program.mode if o.program is not None else "attached"
         self.session = SessionWriter.create(label=mode, directory=o.session_dir, mode=mode)
-        log_path = o.attach.log_path if o.attach is not None else None
+        # A journald log is copied into the session's daemon.log, which the follower reads by default.
+        log_path = o.attach.log_path if o.attach is not None and o.attach.journal_unit is None else None
         self._follower = SessionFollower(self.session.path, log_path)
         self._tasks.append(asyncio.create_task(self._record_memcheck()))
         if o.program is None:
             assert o.attach is not None
+            self._config_text = self._attached_config()
             self.supervisor = Supervisor(self.session, None, on_progress=self._progress)
             self._tasks.append(asyncio.create_task(self._attach(o.attach)))
         else:
@@ -178,6 +205,32 @@ class LiveController(LocalQueries):
             self._notice("info", f"wrote a new config to {path}")
         return text
 
+    def _attached_config(self) -> str | None:
+        """The config an attached daemon runs, as far as we can know: the ``--config`` file, read now.
+
+        The daemon reads its config only at start and no RPC returns it, so without the file the
+        running config is unknown (the Knobs screen says so rather than showing defaults as running).
+        """
+        path = self.options.config_file
+        if path is None:
+            return None
+        try:
+            return load_config(path).text()
+        except (ConfigError, OSError) as error:
+            self._notice("warning", f"--config {path}: {error}; the running config is unknown")
+            return None
+
+    def running_config_source(self) -> str | None:
+        """Where the running config shown on the Knobs screen comes from; None when it is unknown."""
+        if self._config_text is None:
+            return None
+        if self.options.program is None:
+            return (
+                f"{self.options.config_file} (given with --config; the daemon read it when it started, "
+                "so a later edit of the file is not running)"
+            )
+        return str(self.config_path() or "the config this tool launched the daemon with")
+
     def _profile_limit(self, profile_gib: int) -> int | None:
         """The profile's cgroup size, or None (with a notice) where memory cgroups cannot be made."""
         try:
@@ -210,7 +263,13 @@ class LiveController(LocalQueries):
     async def _attach(self, target: AttachTarget) -> None:
         assert self.supervisor is not None
         try:
-            await self.supervisor.attach(target.address, status_url=target.status_url, log_path=target.log_path)
+            await self.supervisor.attach(
+                target.address,
+                status_url=target.status_url,
+                log_path=target.log_path,
+                pid=target.pid,
+                journal_unit=target.journal_unit,
+            )
         except (DaemonStartError, SupervisorError, ClientError) as error:
             self._notice("error", f"could not attach to {target.address}: {error}")
 
@@ -342,6 +401,8 @@ class LiveController(LocalQueries):
             await s.stop()
 
     async def shutdown(self, stop_daemon: bool) -> None:
+        if not stop_daemon:
+            self._record_left_running()
         if stop_daemon:
             await self.cancel_bench()
             if self._bench_proc is not None:
@@ -363,13 +424,58 @@ class LiveController(LocalQueries):
         return None
 
     def reattach_hint(self) -> str:
-        """What to type later to watch a daemon left running."""
+        """The one ``cuzk-tui attach …`` line that watches this daemon again, continuing this session
+        (so a benchmark left running shows on the Bench screen); "" before there is an address."""
         s = self.supervisor
-        if s is None or s.listen is None:
+        listen = (s.listen if s is not None else None) or self.model.daemon.listen
+        if not listen:
             return ""
-        parts = ["cuzk-tui attach", s.listen]
-        if s.status_url:
-            parts += ["--status-url", s.status_url]
-        if s.log_path is not None:
+        parts = ["cuzk-tui", "attach", listen]
+        status_url = (s.status_url if s is not None else None) or self.model.daemon.status_url
+        if status_url:
+            parts += ["--status-url", status_url]
+        journal = self.options.attach.journal_unit if self.options.attach is not None else None
+        if journal is not None:
+            parts += ["--journal", journal]
+        elif s is not None and s.log_path is not None:
             parts += ["--log", str(s.log_path)]
-        return " ".join(parts)
+        config = self.config_path()
+        if config is not None:
+            parts += ["--config", str(config)]
+        if self.session is not None:
+            parts += ["--session", str(self.session.path)]
+        return shlex.join(parts)
+
+    def left_running(self) -> list[str]:
+        """What keeps running if the operator leaves now without stopping anything, in words."""
+        items: list[str] = []
+        s, d = self.supervisor, self.model.daemon
+        if s is not None and s.running and s.program is not None:
+            where = f", listening on {s.listen}" if s.listen else ""
+            group = f", in memory cgroup {s.cgroup.path}" if s.cgroup is not None else ""
+            items.append(f"the daemon (pid {s.pid}{where}{group})")
+        proc = self._bench_proc
+        if proc is not None and proc.poll() is None:
+            daemon = f" and its daemon (pid {d.pid})" if d.pid is not None and d.phase != "dead" else ""
+            # bench.py's runner stops the daemon it launched when the benchmark ends (its finally).
+            items.append(
+                f"the benchmark runner (pid {proc.pid}){daemon}; the runner stops that daemon when the benchmark ends"
+            )
+        return items
+
+    def farewell(self) -> str:
+        """Printed on the terminal once the app has exited: what was left running, and how to attach again."""
+        return self._farewell
+
+    def _record_left_running(self) -> None:
+        """Say on the terminal (after the app is gone) and in the session's meta what keeps running."""
+        items = self.left_running()
+        if not items or self.session is None:
+            return
+        attach = self.reattach_hint()
+        listen = (self.supervisor.listen if self.supervisor is not None else None) or self.model.daemon.listen
+        left = {"t": time.time(), "items": items, "attach": attach, "listen": listen}
+        self.session.write_meta({"left_running": left})
+        self._farewell = "\n".join(
+            ["cuzk-tui: left running:", *(f"  - {item}" for item in items), "watch it again with:", attach]
+        )

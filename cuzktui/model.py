@@ -114,6 +114,8 @@ class DaemonState:
     exit: ev.DaemonExited | None = None
     fatal_error: str | None = None
     runs: int = 0
+    uptime_s: float | None = None  # the daemon's own uptime when it first answered (GetStatus)
+    silent: ev.DaemonLiveness | None = None  # an attached daemon not answering now (the last state is kept)
 
 
 @dataclass(slots=True)
@@ -226,6 +228,11 @@ class SessionModel:
             self.memory_version += 1
             self.daemon_version += 1
             return True
+        if isinstance(event, ev.DaemonLiveness):
+            self._observe_time(event.t)
+            self.daemon.silent = None if event.answering else event
+            self.daemon_version += 1
+            return True
         if isinstance(event, ev.DaemonLaunched | ev.DaemonReadyObserved | ev.DaemonExited | ev.ConfigApplied):
             self._observe_time(event.t)
             self._apply_lifecycle(event)
@@ -246,6 +253,22 @@ class SessionModel:
             self.notices.append(event)
             return True
         return self._apply_log(event)
+
+    def daemon_uptime(self) -> float | None:
+        """The daemon's own uptime at the model's time: the latest /status ``uptime_secs`` of this run, else
+        GetStatus ``uptime_seconds`` at readiness, else (a daemon we launched) the time since its launch;
+        never the time since we attached."""
+        d, now = self.daemon, self.last_t
+        if d.phase != "ready" or now is None:
+            return None
+        status = self.status
+        if status is not None and d.launched_t is not None and status.t >= d.launched_t:
+            return status.uptime_secs + (now - status.t)
+        if d.uptime_s is not None and d.ready_t is not None:
+            return d.uptime_s + (now - d.ready_t)
+        if d.mode != "attached" and d.launched_t is not None:
+            return now - d.launched_t
+        return None
 
     def nominal(self, real_bytes: int) -> float:
         """Real bytes in the units the daemon's budget speaks: an engine's nominal bytes, else as is.
@@ -315,6 +338,8 @@ class SessionModel:
             d.phase = "ready"
             d.ready_t = event.t
             d.startup_s = event.startup_s
+            d.uptime_s = event.uptime_s
+            d.silent = None
         elif isinstance(event, ev.DaemonExited):
             d.phase = "dead"
             d.exit = event

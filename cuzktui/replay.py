@@ -174,3 +174,12 @@ class ReplayController(LocalQueries):
 
     def reattach_hint(self) -> str:
         return ""
+
+    def left_running(self) -> list[str]:
+        return []
+
+    def running_config_source(self) -> str | None:
+        return ""
+
+    def farewell(self) -> str:
+        return ""

@@ -110,6 +110,33 @@ class ProcessTreeSampler:
         ]
 
 
+def listener_pid(address: str) -> int | None:
+    """The pid of the process listening at a daemon address (``unix:///path`` or ``host:port``).
+
+    The memory target of an attached daemon when no ``--pid`` is given (upstream's /status carries
+    no pid, status.rs StatusSnapshot). None when nothing listens there or the owner is not visible
+    to this user (psutil reads other users' sockets only as root).
+    """
+    text = address.strip().removeprefix("http://")
+    try:
+        if text.startswith("unix://"):
+            path = text.removeprefix("unix://")
+            for conn in psutil.net_connections(kind="unix"):
+                if str(conn.laddr) == path and conn.pid is not None:
+                    return int(conn.pid)
+            return None
+        host, _, port_text = text.rpartition(":")
+        port = int(port_text)
+        for conn in psutil.net_connections(kind="tcp"):
+            if conn.status != psutil.CONN_LISTEN or conn.pid is None or not conn.laddr or conn.laddr.port != port:
+                continue
+            if conn.laddr.ip in (host.strip("[]"), "0.0.0.0", "::") or host in ("", "localhost"):
+                return int(conn.pid)
+    except (psutil.Error, ValueError, OSError):
+        return None
+    return None
+
+
 # --------------------------------------------------------------------------------------------
 # GPUs through NVML
 # --------------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import os
 import random
+import shlex
 import shutil
 import signal
 import socket
@@ -38,13 +39,17 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from . import events as ev
-from .client import ClientError, DaemonClient, StatusError, fetch_status_json
+from .client import STATUS_TIMEOUT_S, ClientError, DaemonClient, StatusError, fetch_status_json
 from .config import ConfigDocument, ConfigError
+from .samplers import listener_pid
 from .session import LogFollower, SessionWriter
 from .system import CgroupError, MemoryCgroup, kernel_oom_evidence
 
 DEFAULT_START_TIMEOUT_S: Final = 600.0
 DEFAULT_STOP_GRACE_S: Final = 10.0
+# An attached daemon is probed this often; silent this long (gRPC and /status), it is said to be silent.
+LIVENESS_INTERVAL_S: Final = 1.0
+SILENT_AFTER_S: Final = 3.0
 _POLL_S: Final = 0.1
 # How much of daemon.log's tail is searched for a fatal report.
 _REPORT_TAIL_BYTES: Final = 64 * 1024
@@ -335,6 +340,10 @@ class Supervisor:
         self._launch_offset = 0
         self._oom_before: int | None = None
         self._sent_signals: list[int] = []
+        self.liveness_interval = LIVENESS_INTERVAL_S
+        self._liveness_task: asyncio.Task[None] | None = None
+        self._journal_unit: str | None = None
+        self._journal: subprocess.Popen[bytes] | None = None
 
     # -- events ---------------------------------------------------------------------------
 
@@ -449,35 +458,116 @@ class Supervisor:
         return ready
 
     async def attach(
-        self, address: str, *, status_url: str | None = None, log_path: str | None = None, pid: int | None = None
-    ) -> ev.DaemonReadyObserved:
-        """Watch a daemon that is already running; process control only as far as ``pid`` allows."""
+        self,
+        address: str,
+        *,
+        status_url: str | None = None,
+        log_path: str | None = None,
+        pid: int | None = None,
+        journal_unit: str | None = None,
+    ) -> None:
+        """Watch a daemon that is already running (started by systemd, say), from now on.
+
+        Its pid is ``pid``, else the owner of the listening socket when this user may see it; with a
+        pid its death is seen at once (a pidfd). Without one, and for a hung daemon, the liveness
+        watch probes GetStatus and /status every ``liveness_interval`` seconds and records
+        :class:`events.DaemonLiveness` when both stay silent (or nothing listens at the address), and
+        again when it answers. ``journal_unit``: the log is read through journalctl into daemon.log.
+        """
         self.program = None
-        self.listen, self.status_url, self.pid = address, status_url, pid
-        self.log_path = Path(log_path) if log_path is not None else None
+        self.listen, self.status_url = address, status_url
+        self.pid = pid if pid is not None else listener_pid(address)
+        if journal_unit is not None:
+            self._journal_unit = journal_unit
+            self.log_path = self.session.daemon_log_path
+        else:
+            self.log_path = Path(log_path) if log_path is not None else None
         # Startup progress and a fatal report can only come from lines written from now on.
         self._launch_offset = 0
         if self.log_path is not None:
             with contextlib.suppress(OSError):
                 self._launch_offset = self.log_path.stat().st_size
         await self._reset_client()
-        t = time.time()
         self._emit(
             ev.DaemonLaunched(
-                t=t,
+                t=time.time(),
                 mode="attached",
-                pid=pid,
+                pid=self.pid,
                 command=(),
                 config_path=None,
                 listen=address,
-                log_path=log_path,
+                log_path=str(self.log_path) if self.log_path is not None else None,
                 status_url=status_url,
             )
         )
-        if pid is not None:
-            self._watch = _ExitWatch(pid, None)
+        if self.pid is not None:
+            self._watch = _ExitWatch(self.pid, None)
             self._exit_task = asyncio.ensure_future(self._observe_exit(self._watch))
-        return await self._wait_ready(t)
+        self._liveness_task = asyncio.ensure_future(self._watch_liveness(time.time()))
+
+    async def _probe(self) -> tuple[float | None, str | None]:
+        """One liveness probe: (uptime in seconds, None) when GetStatus or /status answers, else (None, why)."""
+        try:
+            status = await self.client.get_status(timeout=min(STATUS_TIMEOUT_S, self.liveness_interval * 2))
+        except ClientError as error:
+            grpc_says = f"GetStatus: {error.status_text or error}"
+        else:
+            return float(status.uptime_seconds), None
+        if self.status_url is None:
+            return None, grpc_says
+        try:
+            document = await fetch_status_json(self.status_url, timeout=self.liveness_interval * 2)
+        except (StatusError, OSError, TimeoutError) as error:
+            return None, f"{grpc_says}; /status: {error or type(error).__name__}"
+        if document is None:
+            return None, f"{grpc_says}; /status: connection refused"
+        uptime = document.get("uptime_secs")
+        return (float(uptime) if isinstance(uptime, int | float) else 0.0), None
+
+    async def _watch_liveness(self, attached_t: float) -> None:
+        """Probe an attached daemon until closed; record readiness, silence and its end (see :meth:`attach`)."""
+        ready = False
+        silent_since: float | None = None
+        said_silent = False
+        while self._exit_task is None or not self._exit_task.done():
+            uptime, why = await self._probe()
+            now = time.time()
+            if why is None:
+                if not ready:
+                    ready = True
+                    self._start_journal(uptime)
+                    self._emit(ev.DaemonReadyObserved(t=now, pid=self.pid, startup_s=0.0, uptime_s=uptime))
+                elif said_silent:
+                    self._emit(ev.DaemonLiveness(now, True, "answers again", uptime))
+                silent_since, said_silent = None, False
+            else:
+                silent_since = now if silent_since is None else silent_since
+                # Before the first answer, nothing there is said at once; a known daemon gets a grace.
+                due = not ready or now - silent_since >= SILENT_AFTER_S
+                if due and not said_silent:
+                    said_silent = True
+                    if not ready:
+                        self._start_journal(None)  # the log may tell why it does not answer
+                    what = f"nothing answers at {self.listen}" if not ready else "the daemon stopped answering"
+                    self._emit(ev.DaemonLiveness(now, False, f"{what} ({why})"))
+            await self._sleep_or_exit(self.liveness_interval)
+
+    def _start_journal(self, uptime: float | None) -> None:
+        """``journalctl -o cat -f -u UNIT`` appending to daemon.log: from this daemon run's start when its
+        uptime is known, else its last lines."""
+        if self._journal_unit is None or self._journal is not None:
+            return
+        since = ["--since", f"@{int(time.time() - uptime)}"] if uptime is not None else ["--lines", "1000"]
+        argv = ["journalctl", "-o", "cat", "-f", "-u", self._journal_unit, *since]
+        log_fd = self.session.open_daemon_log()
+        try:
+            self._journal = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=subprocess.DEVNULL, start_new_session=True
+            )
+        except OSError as error:
+            self._emit(ev.Notice(time.time(), "error", f"cannot read the journal ({shlex.join(argv)}): {error}"))
+        finally:
+            os.close(log_fd)
 
     async def _reset_client(self) -> None:
         if self._client is not None:
@@ -615,6 +705,14 @@ class Supervisor:
         """Release what the supervisor holds; with ``stop`` the daemon is stopped and its cgroup removed."""
         if stop and self.running and self.pid is not None and self.program is not None:
             await self.stop()
+        if self._liveness_task is not None:
+            self._liveness_task.cancel()
+            await asyncio.gather(self._liveness_task, return_exceptions=True)
+            self._liveness_task = None
+        if self._journal is not None:
+            self._journal.terminate()
+            await asyncio.to_thread(self._journal.wait)
+            self._journal = None
         await self._reset_client()
         if self._watch is not None and not self.running:
             self._watch.close()

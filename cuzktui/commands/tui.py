@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..controller import BenchRequest, Controller, ControllerError
 from ..daemon_facts import CLI_KINDS
-from ..live import AttachTarget, LiveController, LiveOptions
+from ..live import AttachTarget, LiveController, LiveOptions, find_detached_session
 from ..replay import ReplayController
 from ..supervisor import choose_program
 from ..units import UnitError, parse_size
@@ -43,6 +43,10 @@ def _run(controller: Controller, args: argparse.Namespace) -> int:
 
     app = CuzkApp(controller, ascii_only=bool(args.ascii), theme=args.theme)
     app.run(mouse=not args.no_mouse)
+    # Printed here, on the terminal the operator returns to, unwrapped: the attach line must paste whole.
+    farewell = controller.farewell()
+    if farewell:
+        print(farewell, flush=True)
     return int(app.return_code or 0)
 
 
@@ -71,12 +75,25 @@ def run_tui(args: argparse.Namespace) -> int:
     return _run(LiveController(options), args)
 
 
-def run_attach(args: argparse.Namespace) -> int:
-    options = LiveOptions(
+def attach_options(args: argparse.Namespace) -> LiveOptions:
+    """``cuzk-tui attach`` arguments as live options; without ``--session`` a session left running on the
+    same address with its benchmark still going is continued (its progress then shows on the Bench screen)."""
+    if args.log and args.journal:
+        raise UsageError("--log and --journal both name the daemon's log: give one")
+    session = Path(args.session) if args.session else find_detached_session(args.address)
+    return LiveOptions(
         program=None,
-        session_dir=Path(args.session) if args.session else None,
-        attach=AttachTarget(args.address, args.status_url, args.log),
+        config_file=Path(args.config) if args.config else None,
+        session_dir=session,
+        attach=AttachTarget(args.address, args.status_url, args.log, args.journal, args.pid),
     )
+
+
+def run_attach(args: argparse.Namespace) -> int:
+    try:
+        options = attach_options(args)
+    except UsageError as error:
+        return _usage_error(error)
     return _run(LiveController(options), args)
 
 

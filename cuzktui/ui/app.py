@@ -160,10 +160,11 @@ class CuzkApp(App[None]):
         self.refresh_visible()
         self._poll_timer = self.set_timer(self.poll_interval, self._poll_tick)
 
-    def _poll_tick(self) -> None:
-        # The coroutine function, not a coroutine: quitting cancels this worker (same exclusive group)
-        # before it may have started, and a coroutine object made for it would never be awaited.
-        self.run_worker(self._poll, exclusive=True, group="controller")
+    @work(exclusive=True, group="controller")
+    async def _poll_tick(self) -> None:
+        # A @work method makes its coroutine only when the worker runs: quitting cancels a queued
+        # poll (same exclusive group) before it starts, and a coroutine made earlier would never be awaited.
+        await self._poll()
 
     def refresh_visible(self) -> None:
         """Redraw the visible screens whose model moved since they last drew; update the header."""
@@ -186,6 +187,11 @@ class CuzkApp(App[None]):
         parts = [{"none": "no daemon", "starting": "starting", "ready": "ready", "dead": "DEAD"}[daemon.phase]]
         if daemon.phase == "starting" and daemon.srs_loading:
             parts[0] = f"starting: loading SRS {daemon.srs_loading}"
+        if daemon.silent is not None and daemon.phase != "dead":
+            parts[0] = "NOT ANSWERING"
+        elif daemon.phase == "dead" and self.controller.bench_running():
+            # The benchmark's hand-over stops our daemon before the runner starts its own: not a death.
+            parts[0] = "handing the daemon over to the benchmark"
         clock = self.controller.clock
         if clock is not None:
             state = "playing" if clock.playing else "paused"
@@ -283,7 +289,8 @@ class CuzkApp(App[None]):
             if choice is not None:
                 self._leave(stop_daemon=choice)
 
-        self.push_screen(QuitScreen(running, controller.reattach_hint()), chosen)
+        # A live controller says exactly what keeps running (pids, the runner stopping its daemon at the end).
+        self.push_screen(QuitScreen(controller.left_running() or running, controller.reattach_hint()), chosen)
 
     @work(exclusive=True, group="controller")
     async def _leave(self, stop_daemon: bool) -> None:

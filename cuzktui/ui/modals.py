@@ -80,7 +80,7 @@ class QuitScreen(ModalScreen[bool | None]):
             yield Label(
                 Text.assemble(
                     ("Still running: ", "bold"),
-                    ", ".join(self.running),
+                    "; ".join(self.running),
                     "\n\nStop them, or leave them running and re-attach later with\n  ",
                     (attach, "bold"),
                 ),

@@ -293,6 +293,15 @@ class FakeController(LocalQueries):
         listen = self.model.daemon.listen
         return f"cuzk-tui attach {listen}" if listen else ""
 
+    def left_running(self) -> list[str]:
+        return []
+
+    def running_config_source(self) -> str | None:
+        return ""
+
+    def farewell(self) -> str:
+        return ""
+
 
 class FakeReplay(FakeController):
     """A read-only controller with a replay clock that never moves on its own."""

@@ -296,10 +296,23 @@ class KnobsScreen(Screen[None]):
                 old = show_value(self._running_values.get(name, f.knob.default))
                 lines.append(f"  {old} → {show_value(changes[name])}\n")
         errors = sum(f.has_error for f in self.fields)
+        source = self.controller.running_config_source()
         if not lines:
-            lines.append("No changes: the form matches the running config.", style="dim")
+            if source is None:
+                lines.append(
+                    "The running config is unknown: the daemon was attached to without --config FILE, so the "
+                    "form shows the built-in defaults, not what it runs.",
+                    style="bold",
+                )
+            else:
+                lines.append("No changes: the form matches the running config.", style="dim")
         self.query_one("#knobs-diff", Static).update(lines)
-        status = Text(str(self.controller.config_path() or "no config file (daemon defaults)"))
+        if source is None:
+            status = Text("running config unknown (attach with --config FILE)", style="bold")
+        elif source:
+            status = Text(f"running config from {source}")
+        else:
+            status = Text(str(self.controller.config_path() or "no config file (daemon defaults)"))
         status.append(f" · {len(changes)} change{'s' if len(changes) != 1 else ''}")
         if errors:
             status.append(f" · {errors} invalid", style="bold red")

@@ -68,13 +68,20 @@ def daemon_content(model: SessionModel, identity: Identity) -> Content:
     facts = []
     if d.pid is not None:
         facts.append(f"pid {d.pid}")
-    if d.phase == "ready" and d.ready_t is not None and now is not None:
-        facts.append(f"up {duration(now - d.ready_t)}")
+    uptime = model.daemon_uptime()
+    if uptime is not None and d.silent is None:
+        facts.append(f"up {duration(uptime)}")
     if d.runs > 1:
         facts.append(f"run {d.runs}")
     if d.startup_s is not None:
         facts.append(f"started in {d.startup_s:.0f}s")
-    parts += [(d.phase.upper(), state_style[d.phase]), "  " + " · ".join(facts) + "\n"]
+    if d.silent is not None and d.phase != "dead":
+        # An attached daemon gone quiet: said first; everything below is the last state it showed.
+        since = f" for {duration(now - d.silent.t)}" if now is not None else ""
+        parts += [(" NOT ANSWERING ", "bold reverse $error"), f"  {' · '.join(facts)}\n"]
+        parts.append((f"  {d.silent.detail}; silent{since} — showing the last state\n", "$error"))
+    else:
+        parts += [(d.phase.upper(), state_style[d.phase]), "  " + " · ".join(facts) + "\n"]
     if d.phase == "dead" and d.exit is not None:
         # The diagnosis first: on a short terminal it is what must stay visible. An exit the
         # operator asked for is reported, not alarmed about.

@@ -1,0 +1,295 @@
+"""Attaching to a daemon that runs already (under systemd, the TUI started later over SSH): liveness,
+its uptime, its pid and memory, journald, "leave running" and continuing the session it left."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import signal
+import stat
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from cuzktui import events as ev
+from cuzktui.cli import build_parser
+from cuzktui.commands.tui import UsageError, attach_options
+from cuzktui.live import AttachTarget, LiveController, LiveOptions, find_detached_session
+from cuzktui.model import SessionModel
+from cuzktui.samplers import listener_pid
+from cuzktui.session import SessionWriter, iter_session_events
+from cuzktui.supervisor import Supervisor, engine_program
+from tests.conftest import EngineHandle, alive, fast_engine_config, require_engine
+
+DEADLINE_S = 30.0
+
+
+async def until(condition: Callable[[], bool], what: str, timeout: float = DEADLINE_S) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.05)
+
+
+async def polled_until(controller: LiveController, condition: Callable[[], bool], what: str) -> None:
+    """Poll the controller (as the app does) until ``condition`` holds for its model."""
+    deadline = time.monotonic() + DEADLINE_S
+    await controller.poll()
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.05)
+        await controller.poll()
+
+
+def recorded(session: Path) -> list[ev.Event]:
+    return list(iter_session_events(session))
+
+
+def of_type(session: Path, cls: type[ev.Event]) -> list[ev.Event]:
+    return [e for e in recorded(session) if isinstance(e, cls)]
+
+
+async def attached(tmp_path: Path, address: str, **target: object) -> Supervisor:
+    supervisor = Supervisor(SessionWriter(tmp_path / "session"), None)
+    supervisor.liveness_interval = 0.2
+    await supervisor.attach(address, **target)  # type: ignore[arg-type]
+    return supervisor
+
+
+# -- the daemon's facts -----------------------------------------------------------------------
+
+
+def test_up_is_the_daemons_uptime_not_the_time_since_attaching() -> None:
+    model = SessionModel()
+    model.apply(ev.DaemonLaunched(1000.0, "attached", None, (), None, "127.0.0.1:9820", None))
+    model.apply(ev.DaemonReadyObserved(1000.5, None, 0.0, uptime_s=3600.0))  # GetStatus uptime_seconds
+    model.apply(ev.Notice(1006.5, "info", "six seconds later"))
+    assert model.daemon_uptime() == pytest.approx(3606.0)
+    # A /status poll of this run is fresher: its uptime_secs wins.
+    model.apply(ev.StatusSnapshot(1010.0, 7200.0, 0, 0, 0, 0, 1, 0, 0, 0))
+    model.apply(ev.Notice(1012.0, "info", "two seconds later"))
+    assert model.daemon_uptime() == pytest.approx(7202.0)
+
+
+def test_a_daemon_we_launched_is_up_since_its_launch_not_its_readiness() -> None:
+    model = SessionModel()
+    model.apply(ev.DaemonLaunched(1000.0, "engine", 42, ("cuzk-engine",), None, "unix:///s", None))
+    model.apply(ev.DaemonReadyObserved(1030.0, 42, 30.0))
+    model.apply(ev.Notice(1040.0, "info", "later"))
+    assert model.daemon_uptime() == pytest.approx(40.0)
+
+
+def test_silence_is_shown_and_the_last_state_kept_until_the_daemon_answers_again() -> None:
+    from cuzktui.controller import Identity
+    from cuzktui.ui.widgets.panels import daemon_content
+
+    model = SessionModel()
+    model.apply(ev.DaemonLaunched(1000.0, "attached", 77, (), None, "127.0.0.1:9820", None))
+    model.apply(ev.DaemonReadyObserved(1000.5, 77, 0.0, uptime_s=60.0))
+    model.apply(ev.StatusSnapshot(1001.0, 60.5, 100, 40, 3, 1, 2, 1, 5, 0))
+    model.apply(ev.DaemonLiveness(1010.0, False, "the daemon stopped answering (GetStatus: DEADLINE_EXCEEDED)"))
+    model.apply(ev.Notice(1014.0, "info", "later"))
+    text = daemon_content(model, Identity("attached", "attached to 127.0.0.1:9820", None)).plain
+    assert "NOT ANSWERING" in text and "DEADLINE_EXCEEDED" in text and "silent for 4s" in text
+    assert model.status is not None and model.status.synthesizing == 3, "the last state stays"
+    model.apply(ev.DaemonLiveness(1015.0, True, "answers again", 75.0))
+    text = daemon_content(model, Identity("attached", "attached to 127.0.0.1:9820", None)).plain
+    assert "NOT ANSWERING" not in text and "READY" in text
+
+
+# -- against the engine ---------------------------------------------------------------------------
+
+
+async def test_an_address_where_nothing_listens_is_said_within_seconds(tmp_path: Path) -> None:
+    address = f"unix://{tmp_path}/nobody.sock"
+    supervisor = await attached(tmp_path, address)
+    try:
+        await until(lambda: bool(of_type(tmp_path / "session", ev.DaemonLiveness)), "a liveness verdict", 10)
+        (verdict,) = of_type(tmp_path / "session", ev.DaemonLiveness)
+        assert isinstance(verdict, ev.DaemonLiveness) and not verdict.answering
+        assert verdict.detail.startswith(f"nothing answers at {address}")
+        assert not of_type(tmp_path / "session", ev.DaemonReadyObserved)
+    finally:
+        await supervisor.close(stop=False)
+
+
+async def test_the_socket_owner_is_the_pid_its_memory_is_sampled_and_its_death_seen_at_once(
+    tmp_path: Path, running_engine: EngineHandle
+) -> None:
+    from cuzktui.recording import DaemonRecorder
+
+    assert listener_pid(running_engine.address) == running_engine.proc.pid
+    supervisor = await attached(tmp_path, running_engine.address)
+    recorder = DaemonRecorder(supervisor, supervisor.session.append_event, interval=0.2)
+    recorder.start()
+    session = tmp_path / "session"
+    try:
+        await until(lambda: bool(of_type(session, ev.DaemonReadyObserved)), "readiness")
+        (ready,) = of_type(session, ev.DaemonReadyObserved)
+        assert isinstance(ready, ev.DaemonReadyObserved) and ready.pid == running_engine.proc.pid
+        assert ready.uptime_s is not None
+        await until(
+            lambda: any(isinstance(e, ev.MemorySample) and e.rss_bytes for e in recorded(session)), "an RSS sample"
+        )
+        sample = next(e for e in recorded(session) if isinstance(e, ev.MemorySample) and e.rss_bytes)
+        assert isinstance(sample, ev.MemorySample) and sample.cgroup_usage_bytes is not None  # /proc/PID/cgroup
+        running_engine.proc.send_signal(signal.SIGKILL)
+        started = time.monotonic()
+        await until(lambda: bool(of_type(session, ev.DaemonExited)), "the exit", 10)
+        assert time.monotonic() - started < 5
+        (exit,) = of_type(session, ev.DaemonExited)
+        assert isinstance(exit, ev.DaemonExited) and exit.pid == running_engine.proc.pid
+    finally:
+        await recorder.stop()
+        await supervisor.close(stop=False)
+
+
+async def test_a_hung_daemon_is_said_to_stop_answering_and_to_answer_again(
+    tmp_path: Path, running_engine: EngineHandle, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No pid (another user's daemon, no --pid): only the probes can tell.
+    monkeypatch.setattr("cuzktui.supervisor.listener_pid", lambda address: None)
+    supervisor = await attached(tmp_path, running_engine.address)
+    session = tmp_path / "session"
+
+    def verdicts() -> list[bool]:
+        return [e.answering for e in of_type(session, ev.DaemonLiveness) if isinstance(e, ev.DaemonLiveness)]
+
+    try:
+        await until(lambda: bool(of_type(session, ev.DaemonReadyObserved)), "readiness")
+        running_engine.proc.send_signal(signal.SIGSTOP)
+        await until(lambda: verdicts() == [False], "the silence", 20)
+        silent = of_type(session, ev.DaemonLiveness)[0]
+        assert isinstance(silent, ev.DaemonLiveness) and "stopped answering" in silent.detail
+        running_engine.proc.send_signal(signal.SIGCONT)
+        await until(lambda: verdicts() == [False, True], "the answer after the silence", 20)
+    finally:
+        running_engine.proc.send_signal(signal.SIGCONT)
+        await supervisor.close(stop=False)
+
+
+JOURNAL_LINES = (
+    "2026-05-01T07:00:00.000000Z  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true",
+    "TIMELINE,1200,SYNTH_START,porep-1000-17,partition=0",
+    "TIMELINE,41200,SYNTH_END,porep-1000-17,partition=0,synth_ms=40000",
+)
+
+
+def stand_in_journalctl(directory: Path, argv_file: Path) -> None:
+    """A ``journalctl`` that records its arguments, prints the unit's lines and follows (sleeps)."""
+    script = directory / "journalctl"
+    body = "\n".join(f"printf '%s\\n' {shlex.quote(line)}" for line in JOURNAL_LINES)
+    script.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > {shlex.quote(str(argv_file))}\n{body}\nexec sleep 600\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+
+
+async def test_the_log_is_read_from_journald_with_an_argument_list(
+    tmp_path: Path, running_engine: EngineHandle, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    argv_file = tmp_path / "journalctl-argv"
+    stand_in_journalctl(bin_dir, argv_file)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    controller = LiveController(
+        LiveOptions(
+            program=None,
+            session_dir=tmp_path / "session",
+            attach=AttachTarget(running_engine.address, journal_unit="cuzk.service"),
+        )
+    )
+    await controller.start()
+    try:
+        await polled_until(
+            controller, lambda: argv_file.exists() and controller.model.daemon.phase == "ready", "journalctl started"
+        )
+        args = argv_file.read_text().split("\n")[:-1]
+        assert args[:6] == ["-o", "cat", "-f", "-u", "cuzk.service", "--since"]
+        assert args[6].startswith("@") and int(args[6][1:]) <= time.time()  # this daemon run's start
+        await polled_until(controller, lambda: bool(controller.model.timeline.jobs()), "the journal's TIMELINE lines")
+        (job,) = controller.model.timeline.jobs()
+        assert job.job_id == "porep-1000-17" and job.partitions[0].synth_ms == 40000
+    finally:
+        await controller.shutdown(stop_daemon=False)
+    journal = controller.supervisor._journal if controller.supervisor is not None else None
+    assert journal is None, "the journalctl process is ended with the attach"
+
+
+# -- leave running, and come back ------------------------------------------------------------------
+
+
+async def test_leave_running_says_what_keeps_running_and_one_attach_line_continues_the_session(
+    tmp_path: Path,
+) -> None:
+    require_engine()
+    config = tmp_path / "cuzk.toml"
+    config.write_text(fast_engine_config(tmp_path))
+    session = tmp_path / "session"
+    first = LiveController(LiveOptions(program=engine_program(), config_file=config, session_dir=session))
+    await first.start()
+    pid: int | None = None
+    try:
+        await until(lambda: bool(of_type(session, ev.DaemonReadyObserved)), "readiness", 60)
+        assert first.supervisor is not None
+        pid = first.supervisor.pid
+        assert first.left_running() == [f"the daemon (pid {pid}, listening on {first.supervisor.listen})"]
+        await first.shutdown(stop_daemon=False)
+        assert pid is not None and alive(pid)
+        lines = first.farewell().splitlines()
+        assert lines[:2] == [
+            "cuzk-tui: left running:",
+            f"  - the daemon (pid {pid}, listening on unix://{tmp_path}/cuzk.sock)",
+        ]
+        attach_line = lines[-1]
+        assert attach_line.startswith("cuzk-tui attach ") and "\n" not in attach_line
+        meta = json.loads((session / "meta.json").read_text())
+        assert meta["left_running"]["attach"] == attach_line
+
+        # The printed line, pasted: it attaches to the same daemon and continues the same session.
+        args = build_parser().parse_args(shlex.split(attach_line)[1:])
+        options = attach_options(args)
+        assert options.session_dir == session and options.config_file == config
+        second = LiveController(options)
+        await second.start()
+        try:
+            await until(lambda: second.supervisor is not None and second.supervisor.pid == pid, "the socket owner")
+            d = second.model
+            await polled_until(
+                second, lambda: d.daemon.mode == "attached" and d.daemon.phase == "ready", "the re-attach ready"
+            )
+            assert second.model.daemon.runs == 2, "the first run of the session is still there"
+            assert second.running_config_source() is not None and str(config) in str(second.running_config_source())
+        finally:
+            await second.shutdown(stop_daemon=False)
+    finally:
+        if pid is not None and alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_attach_finds_the_session_whose_benchmark_still_runs(tmp_path: Path) -> None:
+    def session(name: str, listen: str, bench_pid: int) -> Path:
+        path = tmp_path / name
+        SessionWriter.create(directory=path).write_meta(
+            {"left_running": {"listen": listen, "attach": "…"}, "bench_pid": bench_pid}
+        )
+        return path
+
+    gone = 2**22 + 17  # above pid_max's default: no such process
+    session("a-finished", "unix:///run/cuzk.sock", gone)
+    running = session("b-running", "unix:///run/cuzk.sock", os.getpid())
+    session("c-elsewhere", "127.0.0.1:9820", os.getpid())
+    assert find_detached_session("unix:///run/cuzk.sock", tmp_path) == running
+    assert find_detached_session("127.0.0.1:9999", tmp_path) is None
+
+
+def test_attach_arguments_keep_the_global_options_and_refuse_two_logs() -> None:
+    args = build_parser().parse_args(["--session", "/s", "attach", "127.0.0.1:9820", "--pid", "42"])
+    options = attach_options(args)
+    assert options.session_dir == Path("/s") and options.attach is not None and options.attach.pid == 42
+    both = build_parser().parse_args(["attach", "127.0.0.1:9820", "--log", "/var/log/cuzk.log", "--journal", "cuzk"])
+    with pytest.raises(UsageError, match="--log and --journal"):
+        attach_options(both)
