@@ -9,9 +9,12 @@ import os
 import signal
 import socket
 import sys
+import tempfile
 import tomllib
 from pathlib import Path
 from typing import Any
+
+from cuzktui import daemon_messages as msg
 
 from . import tracing
 from .config import DEFAULT_CONFIG_PATH, Config, ConfigError, load_config
@@ -19,6 +22,11 @@ from .pipeline import Engine
 from .server import make_server
 from .status_http import serve_status
 from .tracing import Logger, Quoted
+
+# Upstream's default listen address (config.rs), which Curio's docs also give, and the TCP port its
+# docs use: the places a production Curio would find this emulator.
+PRODUCTION_SOCKET = "unix:///run/curio/cuzk.sock"
+CURIO_DOCS_PORT = 9820
 
 
 class Fatal(Exception):
@@ -38,7 +46,37 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("-c", "--config", default=DEFAULT_CONFIG_PATH, metavar="PATH", help="TOML config file")
     parser.add_argument("-l", "--listen", metavar="ADDR", help="overrides [daemon].listen")
     parser.add_argument("--log-level", metavar="FILTER", help="overrides [logging].level (EnvFilter directives)")
+    parser.add_argument(
+        "--allow-production-socket",
+        action="store_true",
+        help=f"allow listening on {PRODUCTION_SOCKET}, where a production Curio looks for its prover",
+    )
     return parser.parse_args(argv)
+
+
+def private_listen() -> str:
+    """A unix socket in a directory only this process created (under $XDG_RUNTIME_DIR when set)."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    parent = runtime if runtime and os.path.isdir(runtime) else None
+    return f"unix://{tempfile.mkdtemp(prefix='cuzk-engine-', dir=parent)}/cuzk.sock"
+
+
+def choose_listen(args: argparse.Namespace, config: Config) -> tuple[str, bool]:
+    """The address to serve on, and whether it is a private one chosen here.
+
+    The emulator must never be found where a production Curio looks for its prover (its proofs
+    are not valid, and Curio checks only PoRep locally): with no address given it serves on a
+    private socket; upstream's default socket needs ``--allow-production-socket``."""
+    listen = args.listen or (config.listen if config.listen_set else None)
+    if listen is None:
+        return private_listen(), True
+    if listen == PRODUCTION_SOCKET and not args.allow_production_socket:
+        raise Fatal(
+            f"refusing to listen on {PRODUCTION_SOCKET}",
+            "cuzk-engine is an emulator and its proofs are not valid; a production Curio looks for its prover there"
+            " (pass --allow-production-socket to use it anyway)",
+        )
+    return listen, False
 
 
 def is_socket_address(addr: str) -> bool:
@@ -59,24 +97,32 @@ def is_socket_address(addr: str) -> bool:
 async def bind(server: Any, listen: str, log: Logger) -> None:
     if listen.startswith("unix://"):
         path = Path(listen[len("unix://") :])
+        # main.rs: the line comes first, then the stale socket goes and the directory is made.
+        log.info(tracing.DAEMON, msg.LISTENING_UNIX, ("path", Quoted(str(path))))
+        if path.exists() or path.is_symlink():
+            path.unlink()  # a stale socket from a process that died without cleaning up
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise Fatal(f'failed to create socket dir "{path.parent}"', str(err)) from None
-        if path.exists() or path.is_symlink():
-            path.unlink()  # a stale socket from a process that died without cleaning up
         try:
             server.add_insecure_port(f"unix:{path}")
         except RuntimeError as err:
             raise Fatal(f"failed to bind unix socket {path}", str(err)) from None
-        log.info(tracing.DAEMON, "listening on unix socket", ("path", Quoted(str(path))))
-        log.info(tracing.DAEMON, f"cuzk-daemon ready, serving on {listen}")
+        log.info(tracing.DAEMON, f"{msg.READY_PREFIX}{listen}")
         return
     if not is_socket_address(listen):
         raise Fatal(f"invalid listen address: {listen}", "invalid socket address syntax")
-    log.info(tracing.DAEMON, "listening on TCP", ("addr", listen))
+    if listen.rpartition(":")[2] == str(CURIO_DOCS_PORT):
+        log.warn(
+            tracing.DAEMON,
+            f"cuzk-engine: port {CURIO_DOCS_PORT} is where Curio's docs put the real daemon;"
+            " this emulator's proofs are not valid — keep production Curio away from it",
+            ("addr", listen),
+        )
+    log.info(tracing.DAEMON, msg.LISTENING_TCP, ("addr", listen))
     # Like the daemon, "ready" is logged before the TCP port is bound.
-    log.info(tracing.DAEMON, f"cuzk-daemon ready, serving on {listen}")
+    log.info(tracing.DAEMON, f"{msg.READY_PREFIX}{listen}")
     probe_tcp_bind(listen)
     try:
         server.add_insecure_port(listen)
@@ -99,9 +145,15 @@ def probe_tcp_bind(listen: str) -> None:
 async def serve(config: Config, listen: str, log: Logger) -> None:
     engine = Engine(config, log)
     engine.start()
-    status_server = await serve_status(engine, config.status_listen) if config.status_listen else None
     server = make_server(engine)
     await bind(server, listen, log)
+    # main.rs spawns the status server; its line comes after the listen lines, like the
+    # monolithic workers' start lines (tasks that run once this one first waits).
+    status_task = (
+        asyncio.get_running_loop().create_task(serve_status(engine, config.status_listen))
+        if config.status_listen
+        else None
+    )
     await server.start()
     seen_sigint = False
 
@@ -117,6 +169,7 @@ async def serve(config: Config, listen: str, log: Logger) -> None:
     try:
         await server.wait_for_termination()
     finally:
+        status_server = await status_task if status_task is not None else None
         if status_server is not None:
             status_server.close()
     log.info(tracing.DAEMON, "cuzk-daemon stopped")
@@ -131,10 +184,17 @@ def main(argv: list[str] | None = None) -> None:
             config = load_config(args.config)
         except (OSError, tomllib.TOMLDecodeError, ConfigError) as err:
             raise Fatal(f'failed to load config from "{args.config}"', str(err)) from None
-        listen = args.listen or config.listen
+        listen, private = choose_listen(args, config)
         log = Logger.from_environment(args.log_level or config.log_level)
-        log.info(tracing.DAEMON, "cuzk-daemon starting")
+        log.info(tracing.DAEMON, msg.DAEMON_STARTING)
         log.warn(tracing.DAEMON, "cuzk-engine: emulated daemon — no GPU, proofs are not valid")
+        if private:
+            log.warn(
+                tracing.DAEMON,
+                "cuzk-engine: no listen address given; serving on a private socket, not upstream's default "
+                + PRODUCTION_SOCKET,
+                ("listen", listen),
+            )
         log.info(tracing.DAEMON, "configuration loaded", ("listen", listen))
         if config.gpu_threads > 0:
             os.environ["CUZK_GPU_THREADS"] = str(config.gpu_threads)

@@ -94,6 +94,8 @@ class Config:
     log_level: str = _from_knob("logging.level")
     engine: EngineSection = field(default_factory=EngineSection)
     deprecated_present: list[str] = field(default_factory=list)  # WARN messages to log at engine creation
+    # [daemon].listen given in the file: the engine never serves on the default unasked.
+    listen_set: bool = field(default=False, compare=False)
 
 
 def _knob_fields() -> dict[str, str]:
@@ -139,6 +141,7 @@ def parse_config(doc: Mapping[str, Any]) -> Config:
             holder, _, attr = path.rpartition(".")
             setattr(getattr(config, holder) if holder else config, attr, _typed(k, value))
     config.engine.cpus = max(1, config.engine.cpus)
+    config.listen_set = "listen" in tables["daemon"]
     return config
 
 

@@ -93,7 +93,6 @@ class Partition:
     synth_ms: int | None = None
     gpu_started: float | None = None
     gpu_ms: int | None = None
-    proof: bytes = b""
 
 
 @dataclass(eq=False, slots=True)
@@ -107,10 +106,8 @@ class Job:
     job_seq: int | None = None
     split_at: float | None = None
     partitions: list[Partition] = field(default_factory=list)
-    synth_ms_sum: int = 0
-    gpu_ms_sum: int = 0
     failed: bool = False
-    completed_at: float | None = None
+    completed_at: float | None = None  # when status.rs job_completed was told (partitioned only)
 
     @property
     def facts(self) -> KindFacts:

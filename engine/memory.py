@@ -17,6 +17,7 @@ import mmap
 from collections.abc import Awaitable, Callable
 from typing import Final
 
+from cuzktui import daemon_messages as msg
 from cuzktui.units import GiB
 
 from . import tracing
@@ -62,7 +63,6 @@ class Budget:
         self.log = log
         self.evictor: Evictor | None = None
         self._changed = asyncio.Condition()
-        self._warned_oversize = False
 
     @property
     def available(self) -> int:
@@ -82,40 +82,39 @@ class Budget:
         return Reservation(self, amount)
 
     async def acquire(self, amount: int) -> Reservation:
-        """Blocks until the amount fits, asking the evictor for room first (reference §6.5)."""
-        if amount > self.total and not self._warned_oversize:
-            self._warned_oversize = True
+        """Blocks until the amount fits, asking the evictor for room first (reference §6.5).
+
+        As memory.rs ``MemoryBudget::acquire``: the WARN comes with every oversized acquire, the
+        evictor is asked for the whole amount (not the shortfall), and the wait is logged at each
+        retry."""
+        if amount > self.total:
             self.log.warn(
                 tracing.MEMORY,
-                "acquire request exceeds total budget — will block until possible",
+                msg.ACQUIRE_EXCEEDS_BUDGET,
                 ("amount_gib", gib(amount)),
                 ("total_gib", gib(self.total)),
             )
-        logged_wait = False
         while True:
             reservation = self.try_acquire(amount)
             if reservation is not None:
                 return reservation
-            needed = self.used + amount - self.total
             if self.evictor is not None:
-                freed = await self.evictor(needed)
+                freed = await self.evictor(amount)
                 if freed > 0:
                     self.log.debug(
                         tracing.MEMORY,
-                        "evictor freed memory, retrying acquire",
+                        msg.EVICTOR_FREED,
                         ("freed_gib", gib(freed)),
-                        ("needed_gib", gib(needed)),
+                        ("needed_gib", gib(amount)),
                     )
                     continue
-            if not logged_wait:
-                logged_wait = True
-                self.log.debug(
-                    tracing.MEMORY,
-                    "waiting for budget (acquire blocked)",
-                    ("needed_gib", gib(amount)),
-                    ("available_gib", gib(self.available)),
-                    ("total_gib", gib(self.total)),
-                )
+            self.log.debug(
+                tracing.MEMORY,
+                msg.WAITING_FOR_BUDGET,
+                ("needed_gib", gib(amount)),
+                ("available_gib", gib(self.available)),
+                ("total_gib", gib(self.total)),
+            )
             async with self._changed:
                 await self._changed.wait()
 

@@ -35,8 +35,14 @@ Memory of a partition (reference §6.2, §6.4; real memory in :class:`~engine.me
 
 Other kinds scale those figures by their reservation relative to PoRep's 14 GiB.
 
-Deliberate difference: monolithic items get their own GPU queue keys instead of the daemon's
-shared (0, 0) key, whose collisions silently lose jobs (reference §11.18).
+The GPU queue is keyed like upstream's (engine.rs ``PriorityWorkQueue``, a BTreeMap on
+``(job_seq, partition)`` with ``job_seq`` counting from 0): every monolithic item (PoSt, multi-sector
+batches) goes in at ``(0, 0)``, so one queued while another still waits replaces it and the first's
+callers are never answered (reference §11.18); partition 0 of the first pipeline shares that key.
+
+Job tracking follows engine.rs ``JobTracker``: every caller (Prove, AwaitProof) has its own waiter,
+results are delivered to all waiters of a job id and kept; a waiter that goes away (deadline,
+cancel) never touches the job. Partition results are routed by job id to ``assemblers``.
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Final
 
+from cuzktui import daemon_messages as msg
 from cuzktui.daemon_facts import (
     DEFAULT_MAX_PARALLEL_SYNTHESIS,
     PARTITION_BUDGET_UNIT,
@@ -76,6 +83,7 @@ from .jobs import (
 )
 from .memory import Arena, Block, Budget, Reservation, gib
 from .pinned import SCALAR_SIZE, PinnedBuffer, PinnedPool
+from .prover import prover_lines
 from .queues import ClosableQueue
 from .srs import CONSTRAINTS, Residency
 from .timemodel import Clock, CpuPool
@@ -164,10 +172,31 @@ class GpuItem:
 class GpuWorker:
     worker_id: int
     gpu: int
+    # engine.rs JobTracker.workers[].current_job: set when an item is picked up, cleared by that
+    # item's finalizer whatever the worker does meanwhile; GetStatus and GetMetrics read it.
     job: Job | None = None
     kind: str = ""
+    # status.rs GpuWorkerState: set and cleared only for partitions (partition_gpu_start/_end), so
+    # monolithic work leaves the worker "idle" on /status.
+    status_job: str | None = None
     partition: int | None = None
     busy_since: float | None = None
+
+
+@dataclass(eq=False, slots=True)
+class Assembler:
+    """engine.rs ``PartitionedJobState``: the partition proofs of a job id, filled by GPU finalizers."""
+
+    job: Job
+    proofs: list[bytes | None]
+    started: float = field(default_factory=time.monotonic)
+    synth_ms: int = 0
+    gpu_ms: int = 0
+    failed: bool = False
+
+    @property
+    def complete(self) -> bool:
+        return all(proof is not None for proof in self.proofs)
 
 
 @dataclass(slots=True)
@@ -177,9 +206,11 @@ class Counters:
     completed_by_kind: dict[str, int] = field(default_factory=dict)
     failed_by_kind: dict[str, int] = field(default_factory=dict)
     durations: dict[str, deque[float]] = field(default_factory=dict)
-    # /status counts only partitioned completions (reference §5).
+    # /status counts only what status.rs ``job_completed`` is told: partitioned jobs (reference §5).
     status_completed: int = 0
     status_completed_by_kind: dict[str, int] = field(default_factory=dict)
+    status_failed: int = 0
+    status_failed_by_kind: dict[str, int] = field(default_factory=dict)
 
 
 class Engine:
@@ -202,14 +233,18 @@ class Engine:
         self.budget.evictor = self._evict  # pinned pool first, then SRS/PCE (reference §6.5)
         log.info(tracing.ENGINE, "memory budget initialized", ("total_budget_gib", gib(self.budget.total)))
         log.info(tracing.ENGINE, "CUDA pinned memory pool initialized")
-        self.jobs: dict[str, Job] = {}
-        self.pipelines: dict[str, Job] = {}  # partitioned jobs shown by /status
+        # engine.rs JobTracker: waiters (``pending``) and kept results (``completed``) per job id.
+        self.waiters: dict[str, list[asyncio.Future[JobResult]]] = {}
+        self.results: dict[str, JobResult] = {}
+        self.assemblers: dict[str, Assembler] = {}
+        # engine.rs Engine.preloaded_srs: circuits a PreloadSRS actually loaded (never removed).
+        self.preloaded_srs: dict[str, int] = {}
+        self.pipelines: dict[str, Job] = {}  # status.rs StatusTracker.jobs: partitioned jobs by id
         self.scheduler: ClosableQueue[Job] = ClosableQueue()
         self.synth_queue: ClosableQueue[tuple[Job, Partition]] = ClosableQueue()
         self.gpu_queue: ClosableQueue[GpuItem] = ClosableQueue()
         self.counters = Counters()
-        self.in_progress: dict[str, int] = {}  # display kind → jobs dequeued, not finished
-        self.synth_active = 0
+        self.synth_active = 0  # status.rs synth_active: partition syntheses only
         self.buffers = {"synth": 0, "provers": 0, "aux": 0, "shells": 0, "pending": 0}
         self.max_partitions_in_budget = self.budget.total // PARTITION_BUDGET_UNIT
         self.synth_worker_count = max(
@@ -253,13 +288,9 @@ class Engine:
             ("gpus", "[" + ", ".join(str(d) for d in self.devices) + "]"),
         )
         if not c.pipeline_enabled:
+            # engine.rs start(): each worker logs its start from inside its spawned task, so the
+            # line comes after "cuzk engine started" and after the daemon's listen lines.
             for worker in self.workers:
-                log.info(
-                    tracing.ENGINE,
-                    "monolithic GPU worker started",
-                    ("worker_id", worker.worker_id),
-                    ("gpu", worker.gpu),
-                )
                 self._spawn(self._legacy_worker(worker))
             log.info(tracing.ENGINE, "cuzk engine started", ("num_workers", len(self.workers)), ("pipeline", False))
             return
@@ -347,13 +378,42 @@ class Engine:
     # Submission ---------------------------------------------------------------------------------
 
     def submit(self, request: ProofRequest) -> tuple[Job, int]:
-        """Enqueues at once; returns the job and its queue position."""
+        """SubmitProof (engine.rs ``Engine::submit``): registers a waiter nobody listens to (its
+        receiver is dropped at once: the id becomes known to AwaitProof) and enqueues a new job,
+        even when the same id is already in flight. Returns the job and its queue position."""
         job_id = request.request_id or str(uuid.uuid4())
+        self.waiters.setdefault(job_id, []).append(asyncio.get_running_loop().create_future())
+        return self._enqueue(request, job_id)
+
+    def prove(self, request: ProofRequest) -> asyncio.Future[JobResult]:
+        """Prove (engine.rs ``Engine::prove``): this caller's own waiter, then a new job under the
+        id. A second Prove with an id in flight proves it again; the first completion answers every
+        waiter of the id, later ones find none (upstream's behaviour for Curio's retries)."""
+        job_id = request.request_id or str(uuid.uuid4())
+        waiter: asyncio.Future[JobResult] = asyncio.get_running_loop().create_future()
+        self.waiters.setdefault(job_id, []).append(waiter)
+        self._enqueue(request, job_id)
+        return waiter
+
+    def await_result(self, job_id: str) -> JobResult | asyncio.Future[JobResult] | None:
+        """AwaitProof (engine.rs ``Engine::await_proof``): the kept result, else a new waiter if the
+        id is pending, else None (job not found)."""
+        result = self.results.get(job_id)
+        if result is not None:
+            return result
+        waiters = self.waiters.get(job_id)
+        if waiters is None:
+            return None
+        waiter: asyncio.Future[JobResult] = asyncio.get_running_loop().create_future()
+        waiters.append(waiter)
+        return waiter
+
+    def _enqueue(self, request: ProofRequest, job_id: str) -> tuple[Job, int]:
         future: asyncio.Future[JobResult] = asyncio.get_running_loop().create_future()
         job = Job(request, job_id, next(self._arrivals), future)
-        self.jobs[job_id] = job
         priority = request.effective_priority()
-        position = sum(1 for queued in self.scheduler.items() if queued.request.effective_priority() >= priority)
+        # scheduler.rs Scheduler::submit: the position is the queue's length, whatever the priority.
+        position = len(self.scheduler)
         self.scheduler.push((-priority, job.arrival), job)
         self.log.info(
             tracing.SCHEDULER,
@@ -364,6 +424,15 @@ class Engine:
             ("queue_position", position),
         )
         return job, position
+
+    def running_by_kind(self) -> dict[str, int]:
+        """service.rs get_status: in-progress counts are the GPU workers' current jobs, nothing else
+        (a job synthesising, or waiting for the GPU, is neither pending nor in progress)."""
+        running: dict[str, int] = {}
+        for worker in self.workers:
+            if worker.job is not None:
+                running[worker.kind] = running.get(worker.kind, 0) + 1
+        return running
 
     def waiting_by_kind(self) -> dict[str, int]:
         waiting: dict[str, int] = {}
@@ -411,7 +480,6 @@ class Engine:
 
     def _dequeued(self, job: Job) -> None:
         display = job.facts.display
-        self.in_progress[display] = self.in_progress.get(display, 0) + 1
         self.log.info(tracing.SCHEDULER, "job dequeued for proving", ("job_id", job.job_id), ("proof_kind", display))
 
     async def _collect_batch(self, first: Job) -> list[Job]:
@@ -457,16 +525,14 @@ class Engine:
             self._fail(job, error)
             return
         await self.residency.acquire_srs(facts.circuit_id)
-        job.job_seq = next(self._job_seqs)
         job.split_at = time.monotonic()
         snap = facts.kind is ProofKind.SNAP_DEALS_UPDATE
-        self.log.info(
-            tracing.ENGINE,
-            "assigned SnapDeals pipeline sequence number" if snap else "assigned pipeline sequence number",
-            ("job_id", job.job_id),
-            ("job_seq", job.job_seq),
-            span=(span,),
-        )
+        # engine.rs process_batch: register with the status tracker and the assembler (both keyed
+        # by job id: a second job under the same id replaces the first's entries), log the
+        # dispatch, start PCE extraction, then take the sequence number and queue the partitions.
+        job.partitions = [Partition(i) for i in range(facts.partitions)]
+        self.pipelines[job.job_id] = job
+        self.assemblers[job.job_id] = Assembler(job, [None] * facts.partitions)
         self.log.info(
             tracing.ENGINE,
             "dispatching per-partition SnapDeals synthesis (budget-gated)"
@@ -478,8 +544,14 @@ class Engine:
             span=(span,),
         )
         self.residency.start_extraction(facts)
-        job.partitions = [Partition(i) for i in range(facts.partitions)]
-        self.pipelines[job.job_id] = job
+        job.job_seq = next(self._job_seqs)
+        self.log.info(
+            tracing.ENGINE,
+            "assigned SnapDeals pipeline sequence number" if snap else "assigned pipeline sequence number",
+            ("job_id", job.job_id),
+            ("job_seq", job.job_seq),
+            span=(span,),
+        )
         for part in job.partitions:
             self.synth_queue.push((job.job_seq, part.index), (job, part))
 
@@ -491,17 +563,19 @@ class Engine:
             if entry is None:
                 return
             job, part = entry
-            if job.failed:
+            # Reserve first, then send into the bounded channel (blocking while it is full): the
+            # reservation is held while the partition waits for a worker, its memory is not.
+            reservation = await self.budget.acquire(job.facts.full_reservation)
+            # engine.rs dispatcher: the failed check comes after the budget was granted.
+            if self._assembly_failed(job):
                 self.log.info(
                     tracing.ENGINE,
                     "skipping synthesis for failed job",
                     ("job_id", job.job_id),
                     ("partition", part.index),
                 )
+                reservation.release()
                 continue
-            # Reserve first, then send into the bounded channel (blocking while it is full): the
-            # reservation is held while the partition waits for a worker, its memory is not.
-            reservation = await self.budget.acquire(job.facts.full_reservation)
             try:
                 if self.pacer is not None:
                     await self.pacer.before_dispatch()
@@ -510,6 +584,16 @@ class Engine:
                 reservation.release()
                 raise
             self._handoff.push(0, (job, part, reservation))
+
+    def _assembly_failed(self, job: Job) -> bool:
+        assembler = self.assemblers.get(job.job_id)
+        return assembler is not None and assembler.failed
+
+    def _status_partition(self, job: Job, index: int) -> Partition | None:
+        """The /status entry of a partition: status.rs looks jobs up by id, so with two jobs under
+        one id the later registration receives both jobs' updates."""
+        shown = self.pipelines.get(job.job_id)
+        return None if shown is None or index >= len(shown.partitions) else shown.partitions[index]
 
     @property
     def channel_waiting(self) -> int:
@@ -552,10 +636,12 @@ class Engine:
     async def _synthesize(self, job: Job, part: Partition, reservation: Reservation) -> None:
         facts = job.facts
         p = part.index
-        self.log.timeline("SYNTH_START", job.job_id, f"partition={p}")
-        part.state = PartState.SYNTHESIZING
-        part.synth_started = time.monotonic()
+        synth_started = time.monotonic()
+        shown = self._status_partition(job, p)  # status.rs partition_synth_start
+        if shown is not None:
+            shown.state, shown.synth_started = PartState.SYNTHESIZING, synth_started
         self.synth_active += 1
+        self.log.timeline("SYNTH_START", job.job_id, f"partition={p}")
         self.buffers["synth"] += 1
         span = (
             Span(
@@ -601,6 +687,9 @@ class Engine:
         self.buffers["provers"] += 1
         self.buffers["aux"] += 1
         self.buffers["shells"] += 1
+        shown = self._status_partition(job, p)  # status.rs partition_synth_end
+        if shown is not None:
+            shown.state, shown.synth_ms = PartState.SYNTH_DONE, ms_since(synth_started)
         self.log.info(tracing.BELLPERSON, f"synthesis time: {rust_duration(elapsed)}", span=span)
         self.log.info(tracing.BELLPERSON, "starting proof timer", span=span)
         self._hinted.add(facts.circuit_id)
@@ -613,11 +702,10 @@ class Engine:
             ("num_inputs", 328),
             span=span,
         )
-        synth_ms = ms_since(part.synth_started)
+        synth_ms = ms_since(synth_started)
         if self.pacer is not None:
             self.pacer.synth_done(synth_ms)
         part.synth_ms = synth_ms
-        job.synth_ms_sum += synth_ms
         self.log.info(
             tracing.PIPELINE,
             "SnapDeals partition synthesis complete"
@@ -637,10 +725,19 @@ class Engine:
             ("synth_ms", synth_ms),
         )
         self.log.timeline("GPU_QUEUE", job.job_id, f"partition={p}")
-        part.state = PartState.SYNTH_DONE
         item = GpuItem([job], facts, p, 1, reservation, abc, aux, synth_ms, pinned=pinned)
         assert job.job_seq is not None
-        self.gpu_queue.push((1, job.job_seq, p), item)
+        self._queue_for_gpu((job.job_seq, p), item)
+
+    def _queue_for_gpu(self, key: tuple[int, int], item: GpuItem) -> None:
+        """engine.rs ``gpu_work_queue.push``: an item queued at the same key is dropped silently,
+        its memory freed, its callers never answered (the daemon's bug, reproduced)."""
+        dropped = self.gpu_queue.put(key, item)
+        if dropped is not None:
+            self._drop_item(dropped)
+            if dropped.partition is None:
+                for job in dropped.jobs:
+                    self.residency.release_srs(job.facts.circuit_id)
 
     async def _checkout_pinned(self, circuit_id: str, constraints: int, span: tuple[Span, ...]) -> list[PinnedBuffer]:
         """Three pinned a/b/c buffers for a hinted partition synthesis; [] = unpinned fallback."""
@@ -681,11 +778,13 @@ class Engine:
         if not batch:
             return
         circuits = facts.partitions * len(batch)
-        amount = BATCH_RESERVATION if len(batch) > 1 else facts.full_reservation
-        reservation = await self.budget.acquire(amount)
+        # engine.rs process_batch: only a multi-sector PoRep batch reserves the batch figure.
+        porep_batch = len(batch) > 1 and facts.kind is ProofKind.POREP_SEAL_COMMIT
+        reservation = await self.budget.acquire(BATCH_RESERVATION if porep_batch else facts.full_reservation)
         started = time.monotonic()
-        for job in batch:
-            self.log.timeline("SYNTH_START", job.job_id, f"kind={facts.display}")
+        # engine.rs process_batch: TIMELINE names the batch's first request only (SYNTH_START,
+        # SYNTH_END, GPU_QUEUE here; GPU_PICKUP, GPU_START, GPU_END in the GPU worker).
+        self.log.timeline("SYNTH_START", first.job_id, f"kind={facts.display}")
         name = (
             MONO_SPAN[facts.kind]
             if len(batch) == 1 or facts.kind is not ProofKind.POREP_SEAL_COMMIT
@@ -695,9 +794,8 @@ class Engine:
         label = LABELS[facts.kind]
         self.log.info(tracing.PIPELINE, f"building {label} circuit", ("num_sectors", len(batch)), span=synth_span)
         self.log.info(tracing.PIPELINE, f"synthesizing {label} circuits", ("num_circuits", circuits), span=synth_span)
-        self.synth_active += circuits
+        # Not counted in /status synthesis.active: status.rs only hears of partition syntheses.
         abc, aux = await self._grow_synthesis(timemodel.SYNTH_S[facts.kind], RssShape.of(facts), circuits)
-        self.synth_active -= circuits
         synth_ms = ms_since(started)
         if len(batch) > 1:
             self.log.info(
@@ -711,9 +809,9 @@ class Engine:
                 ("num_constraints", CONSTRAINTS[facts.kind]),
                 span=synth_span,
             )
-        for job in batch:
+        for _ in batch:
             await self.residency.acquire_srs(facts.circuit_id)
-            self.log.timeline("SYNTH_END", job.job_id, f"synth_ms={synth_ms}")
+        self.log.timeline("SYNTH_END", first.job_id, f"synth_ms={synth_ms}")
         self.residency.start_extraction(facts)
         self.log.info(
             tracing.ENGINE,
@@ -724,10 +822,9 @@ class Engine:
             ("sectors", len(batch)),
             span=(span,),
         )
-        for job in batch:
-            self.log.timeline("GPU_QUEUE", job.job_id, "monolithic")
+        self.log.timeline("GPU_QUEUE", first.job_id, "monolithic")
         item = GpuItem(batch, facts, None, circuits, reservation, abc, aux, synth_ms, started)
-        self.gpu_queue.push((0, first.arrival, 0), item)
+        self._queue_for_gpu((0, 0), item)  # engine.rs: "monolithic jobs get job_seq=0"
 
     # GPU ------------------------------------------------------------------------------------------
 
@@ -747,21 +844,24 @@ class Engine:
         job = item.jobs[0]
         part_detail = "" if p is None else f",partition={p}"
         picked = time.monotonic()
-        for member in item.jobs:
-            self.log.timeline("GPU_PICKUP", member.job_id, f"worker={w}{part_detail}")
-        if p is not None:
-            job.partitions[p].state = PartState.GPU
-            job.partitions[p].gpu_started = picked
-        worker.job, worker.kind, worker.partition, worker.busy_since = job, job.facts.display, p, picked
-        if job.failed:
+        if p is not None:  # status.rs partition_gpu_start: partitions only
+            shown = self._status_partition(job, p)
+            if shown is not None:
+                shown.state, shown.gpu_started = PartState.GPU, picked
+            worker.status_job, worker.partition, worker.busy_since = job.job_id, p, picked
+        self.log.timeline("GPU_PICKUP", job.job_id, f"worker={w}{part_detail}")
+        if p is not None and self._assembly_failed(job):
+            # engine.rs GPU worker: skipped before the worker is marked busy; /status keeps showing
+            # the worker on this partition (nothing calls partition_gpu_end for it).
             self.log.info(
                 tracing.ENGINE,
                 "skipping GPU prove for failed partitioned job",
                 ("job_id", job.job_id),
-                ("partition", p or 0),
+                ("partition", option(p)),
             )
             self._drop_item(item)
             return
+        worker.job, worker.kind = job, job.facts.display
         span = (
             Span(
                 "gpu_worker",
@@ -786,8 +886,7 @@ class Engine:
             ("total_overhead_ms", 0),
             span=span,
         )
-        for member in item.jobs:
-            self.log.timeline("GPU_START", member.job_id, f"worker={w}{part_detail}")
+        self.log.timeline("GPU_START", job.job_id, f"worker={w}{part_detail}")
         self.buffers["pending"] += 1
         prove_started = time.monotonic()
         kernel_s = timemodel.GPU_MUTEX_S[item.facts.kind] * item.circuits
@@ -809,7 +908,10 @@ class Engine:
             self.gpu_vram_used[worker.gpu] -= PROVE_VRAM
             gpu_total = ms_since(held_started)
             self.log.cuzk_timing(f"prep_msm_ms={gpu_total * 45 // 100}")
-            self.log.cuzk_timing(f"gpu_tid=0 ntt_msm_h_ms={gpu_total * 6 // 10}")
+            ntt_msm_h_ms = gpu_total * 6 // 10
+            for _ in range(item.circuits):  # groth16_ntt_h.cu execute_ntt_msm_h: one line per circuit
+                self.log.ntt_h(ntt_msm_h_ms // item.circuits)
+            self.log.cuzk_timing(f"gpu_tid=0 ntt_msm_h_ms={ntt_msm_h_ms}")
             self.log.cuzk_timing("gpu_tid=0 barrier_wait_ms=0")
             self.log.cuzk_timing(f"gpu_tid=0 batch_add_ms={gpu_total // 10}")
             self.log.cuzk_timing(f"gpu_tid=0 tail_msm_ms={gpu_total - gpu_total * 7 // 10} gpu_total_ms={gpu_total}")
@@ -862,8 +964,7 @@ class Engine:
         detail = f"worker={w},gpu_ms={gpu_ms}" if p is None else f"worker={w},partition={p},gpu_ms={gpu_ms}"
         if p is None and item.facts.kind is ProofKind.WINDOW_POST_PARTITION:
             detail = f"worker={w},partition={item.jobs[0].request.partition_index},gpu_ms={gpu_ms}"
-        for member in item.jobs:
-            self.log.timeline("GPU_END", member.job_id, detail)
+        self.log.timeline("GPU_END", item.jobs[0].job_id, detail)
         proof_bytes = item.facts.proof_bytes_per_partition * item.circuits
         self.log.info(
             tracing.PIPELINE,
@@ -879,33 +980,13 @@ class Engine:
             block.free()
         item.reservation.release()
         self.buffers["pending"] -= 1
-        if worker.job is item.jobs[0] and worker.partition == p:
-            worker.job, worker.kind, worker.partition, worker.busy_since = None, "", None, None
+        # engine.rs finalizer: clears the worker's current job even if it has moved on to another.
+        worker.job, worker.kind = None, ""
         if p is None:
             self._finish_monolithic(item, gpu_ms, w, process_ms)
             return
         job = item.jobs[0]
-        self.log.info(
-            tracing.ENGINE,
-            "FIN_TIMING malloc_trim (success path)",
-            ("job_id", job.job_id),
-            ("partition", p),
-            ("malloc_trim_ms", 0),
-        )
-        part = job.partitions[p]
-        part.gpu_ms = gpu_ms
-        part.proof = partition_proof(job.digest, p)
-        part.state = PartState.DONE
-        job.gpu_ms_sum += gpu_ms
-        filled = int(job.done_count == len(job.partitions))
-        self.log.info(
-            tracing.ENGINE,
-            "partition GPU prove complete",
-            ("job_id", job.job_id),
-            ("partition", p),
-            ("gpu_ms", gpu_ms),
-            ("filled", filled),
-        )
+        self._partition_result(worker, job, p, item.synth_ms, gpu_ms)
         self.log.info(
             tracing.ENGINE,
             "FIN_TIMING finalizer partition",
@@ -917,30 +998,89 @@ class Engine:
             ("process_ms", process_ms),
             ("total_ms", process_ms),
         )
-        if filled:
-            self._finish_partitioned(job)
 
-    def _finish_partitioned(self, job: Job) -> None:
-        proof = b"".join(part.proof for part in job.partitions)
+    def _partition_result(self, worker: GpuWorker, job: Job, p: int, synth_ms: int, gpu_ms: int) -> None:
+        """engine.rs ``process_partition_result``: routed by job id to whatever assembler holds it."""
+        shown = self._status_partition(job, p)  # status.rs partition_gpu_end
+        if shown is not None:
+            shown.state, shown.gpu_ms = PartState.DONE, gpu_ms
+        if worker.status_job == job.job_id and worker.partition == p:
+            worker.status_job, worker.partition, worker.busy_since = None, None, None
+        assembler = self.assemblers.get(job.job_id)
+        if assembler is None:
+            self.log.warn(
+                tracing.ENGINE,
+                msg.ASSEMBLER_NOT_FOUND,
+                ("job_id", job.job_id),
+                ("partition", p),
+            )
+            return
+        if assembler.failed:
+            self.log.info(tracing.ENGINE, msg.DISCARDING_FAILED_RESULT, ("job_id", job.job_id), ("partition", p))
+            self.log.info(
+                tracing.ENGINE,
+                "FIN_TIMING malloc_trim (discard path)",
+                ("job_id", job.job_id),
+                ("partition", p),
+                ("malloc_trim_ms", 0),
+            )
+            return
+        assembler.proofs[p] = partition_proof(job.digest, p)
+        assembler.gpu_ms += gpu_ms
+        assembler.synth_ms += synth_ms
+        self.log.info(
+            tracing.ENGINE,
+            "partition GPU prove complete",
+            ("job_id", job.job_id),
+            ("partition", p),
+            ("gpu_ms", gpu_ms),
+            ("filled", int(assembler.complete)),
+        )
+        self.log.info(
+            tracing.ENGINE,
+            "FIN_TIMING malloc_trim (success path)",
+            ("job_id", job.job_id),
+            ("partition", p),
+            ("malloc_trim_ms", 0),
+        )
+        if assembler.complete:
+            del self.assemblers[job.job_id]
+            self._finish_partitioned(assembler)
+
+    def _finish_partitioned(self, assembler: Assembler) -> None:
+        job = assembler.job
+        proof = b"".join(part for part in assembler.proofs if part is not None)
         total_ms = ms_since(job.submitted)
+        queue_ms = max(0, total_ms - ms_since(assembler.started))
+        # Logged before any self-check (engine.rs process_partition_result).
         self.log.info(
             tracing.ENGINE,
             "Phase 7: all partitions complete, proof assembled",
             ("job_id", job.job_id),
             ("proof_len", len(proof)),
             ("total_ms", total_ms),
-            ("synth_ms", job.synth_ms_sum),
-            ("gpu_ms", job.gpu_ms_sum),
+            ("synth_ms", assembler.synth_ms),
+            ("gpu_ms", assembler.gpu_ms),
         )
-        assert job.split_at is not None
-        queue_ms = int((job.split_at - job.submitted) * 1000)
-        display = job.facts.display
-        self.counters.status_completed += 1
-        by_kind = self.counters.status_completed_by_kind
-        by_kind[display] = by_kind.get(display, 0) + 1
+        self._status_job_completed(job, success=True)
         self._complete(
-            job, JobResult(Status.COMPLETED, proof, "", queue_ms, job.synth_ms_sum, job.gpu_ms_sum, total_ms)
+            job, JobResult(Status.COMPLETED, proof, "", queue_ms, assembler.synth_ms, assembler.gpu_ms, total_ms)
         )
+
+    def _status_job_completed(self, job: Job, *, success: bool) -> None:
+        """status.rs ``job_completed``: only the partitioned path calls it (success, or a failed
+        self-check); a job failed any other way stays in /status ``pipelines`` for good."""
+        display = job.facts.display
+        c = self.counters
+        if success:
+            c.status_completed += 1
+            c.status_completed_by_kind[display] = c.status_completed_by_kind.get(display, 0) + 1
+        else:
+            c.status_failed += 1
+            c.status_failed_by_kind[display] = c.status_failed_by_kind.get(display, 0) + 1
+        shown = self.pipelines.get(job.job_id)
+        if shown is not None:
+            shown.completed_at = time.monotonic()
 
     def _finish_monolithic(self, item: GpuItem, gpu_ms: int, worker_id: int, process_ms: int) -> None:
         self.log.info(
@@ -954,19 +1094,32 @@ class Engine:
             ("total_ms", process_ms),
         )
         per_job = item.circuits // len(item.jobs)
+        proofs = [b"".join(partition_proof(job.digest, i) for i in range(per_job)) for job in item.jobs]
         if len(item.jobs) > 1:
+            # engine.rs process_monolithic_result, batched branch: one line for the batch, one per
+            # sector, and no "proof completed successfully (pipeline)".
             self.log.info(
                 tracing.ENGINE,
                 "batched proof completed — splitting results",
-                ("batch_size", len(item.jobs)),
-                ("num_proofs", item.circuits),
+                ("total_proof_bytes", sum(len(proof) for proof in proofs)),
+                ("num_sectors", len(item.jobs)),
+                ("synth_ms", item.synth_ms),
+                ("gpu_ms", gpu_ms),
             )
-        for job in item.jobs:
-            proof = b"".join(partition_proof(job.digest, i) for i in range(per_job))
+        for index, (job, proof) in enumerate(zip(item.jobs, proofs, strict=True)):
             total_ms = ms_since(job.submitted)
             queue_ms = max(0, total_ms - item.synth_ms - gpu_ms)
             if len(item.jobs) > 1:
-                self.log.info(tracing.ENGINE, "sector proof delivered from batch", ("job_id", job.job_id))
+                self.log.info(
+                    tracing.ENGINE,
+                    "sector proof delivered from batch",
+                    ("sector_idx", index),
+                    ("job_id", job.job_id),
+                    ("proof_len", len(proof)),
+                    ("total_ms", total_ms),
+                )
+                self._complete(job, JobResult(Status.COMPLETED, proof, "", queue_ms, item.synth_ms, gpu_ms, total_ms))
+                continue
             self.log.info(
                 tracing.ENGINE,
                 "proof completed successfully (pipeline)",
@@ -990,10 +1143,14 @@ class Engine:
         else:
             c.failed += 1
             c.failed_by_kind[display] = c.failed_by_kind.get(display, 0) + 1
-        self.in_progress[display] = max(0, self.in_progress.get(display, 0) - 1)
-        job.completed_at = time.monotonic()
         if not job.future.done():
             job.future.set_result(result)
+        # engine.rs: every waiter of the id gets the result (a gone waiter is skipped), and the
+        # result is kept for a later AwaitProof; a second job under the id finds no waiters.
+        for waiter in self.waiters.pop(job.job_id, []):
+            if not waiter.done():
+                waiter.set_result(result)
+        self.results[job.job_id] = result
 
     def _fail(self, job: Job, error: str) -> None:
         if job.failed:
@@ -1004,26 +1161,48 @@ class Engine:
     # Legacy (pipeline.enabled = false) ---------------------------------------------------------------
 
     async def _legacy_worker(self, worker: GpuWorker) -> None:
-        """One whole proof at a time per GPU: no TIMELINE, no partitions, SRS outside the budget."""
+        """engine.rs start(), monolithic workers: one whole proof at a time per GPU, straight from
+        the scheduler: no TIMELINE, no partitions, no /status entries, SRS outside the budget."""
+        w = worker.worker_id
+        self.log.info(tracing.ENGINE, "monolithic GPU worker started", ("worker_id", w), ("gpu", worker.gpu))
         while True:
             job = await self.scheduler.get()
             if job is None:
-                return
+                self.log.info(tracing.ENGINE, "monolithic GPU worker received shutdown signal", ("worker_id", w))
+                break
             self._dequeued(job)
+            span = Span(
+                "monolithic_worker",
+                (("worker_id", w), ("gpu", worker.gpu), ("job_id", job.job_id), ("proof_kind", job.facts.display)),
+            )
+            self.log.info(tracing.ENGINE, "processing job (monolithic)", span=(span,))
+            worker.job, worker.kind = job, job.facts.display
             error = await self._parse(job)
+            prove_ms = 0
+            if error is None:
+                started = time.monotonic()
+                facts = job.facts
+                prover = prover_lines(job.request, job.job_id)
+                for message, fields in prover.before:
+                    self.log.info(tracing.PROVER, message, *fields, span=(span, prover.span))
+                seconds = facts.partitions * (timemodel.SYNTH_S[facts.kind] + timemodel.GPU_MUTEX_S[facts.kind])
+                await self.clock.sleep(self._jittered(seconds))
+                prove_ms = ms_since(started)
+                proof = b"".join(partition_proof(job.digest, i) for i in range(facts.partitions))
+                self.log.info(
+                    tracing.PROVER,
+                    prover.done,
+                    ("proof_len", len(proof)),
+                    *prover.done_fields(prove_ms),
+                    span=(span, prover.span),
+                )
+            total_ms = ms_since(job.submitted)
+            # engine.rs: the worker's current job is cleared before the result is recorded.
+            worker.job, worker.kind = None, ""
             if error is not None:
-                self.log.error(tracing.ENGINE, "proof failed", ("error", error))
+                self.log.error(tracing.ENGINE, "proof failed", ("error", error), span=(span,))
                 self._fail(job, error)
                 continue
-            worker.job, worker.kind, worker.busy_since = job, job.facts.display, time.monotonic()
-            started = time.monotonic()
-            facts = job.facts
-            seconds = facts.partitions * (timemodel.SYNTH_S[facts.kind] + timemodel.GPU_MUTEX_S[facts.kind])
-            await self.clock.sleep(self._jittered(seconds))
-            prove_ms = ms_since(started)
-            proof = b"".join(partition_proof(job.digest, i) for i in range(facts.partitions))
-            total_ms = ms_since(job.submitted)
-            worker.job, worker.kind, worker.busy_since = None, "", None
             self.log.info(
                 tracing.ENGINE,
                 "proof completed successfully (monolithic)",
@@ -1032,8 +1211,10 @@ class Engine:
                 ("queue_ms", total_ms - prove_ms),
                 ("deser_ms", 0),
                 ("prove_ms", prove_ms),
+                span=(span,),
             )
             self._complete(job, JobResult(Status.COMPLETED, proof, "", total_ms - prove_ms, 0, prove_ms, total_ms))
+        self.log.info(tracing.ENGINE, "monolithic GPU worker stopped", ("worker_id", w))
 
     # Views --------------------------------------------------------------------------------------------
 
@@ -1043,7 +1224,8 @@ class Engine:
     def prune_pipelines(self) -> None:
         now = time.monotonic()
         for job_id, job in list(self.pipelines.items()):
-            if job.completed_at is not None and not job.failed and now - job.completed_at > COMPLETED_RETENTION_S:
+            # status.rs snapshot: only jobs it was told completed age out; failed ones stay forever.
+            if job.completed_at is not None and now - job.completed_at >= COMPLETED_RETENTION_S:
                 del self.pipelines[job_id]
 
 

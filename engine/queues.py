@@ -31,6 +31,17 @@ class ClosableQueue(Generic[T]):
         heapq.heappush(self._heap, (key, next(self._order), item))
         self._wake_one()
 
+    def put(self, key: Any, item: T) -> T | None:
+        """Inserts at ``key`` like a BTreeMap insert: an item already queued at an equal key is
+        replaced and returned (upstream engine.rs ``PriorityWorkQueue::push`` drops it)."""
+        for index, (queued_key, order, queued) in enumerate(self._heap):
+            if queued_key == key:
+                self._heap[index] = (queued_key, order, item)
+                self._wake_one()
+                return queued
+        self.push(key, item)
+        return None
+
     def remove(self, item: T) -> None:
         self._heap = [entry for entry in self._heap if entry[2] is not item]
         heapq.heapify(self._heap)

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Final
 
 import grpc
 
+from cuzktui import daemon_messages as msg
 from cuzktui.daemon_facts import ProofKind
 from cuzktui.proto import proving_pb2 as pb
 from cuzktui.proto import proving_pb2_grpc
 
 from . import tracing
-from .jobs import Job, JobResult, ProofRequest, Status
+from .jobs import JobResult, ProofRequest, Status
 from .pipeline import Engine
 from .srs import UnknownCircuit
 from .views import metrics_text
@@ -85,6 +87,17 @@ class ProvingService(proving_pb2_grpc.ProvingEngineServicer):
             ("input_size", len(msg.vanilla_proof)),
         )
 
+    async def _answer(self, waiter: asyncio.Future[JobResult], context: Any) -> JobResult:
+        """Waits for this caller's own waiter. A grpc-timeout that runs out on the server ends the
+        call as tonic's timeout layer does (CANCELLED, "Timeout expired"); the job goes on, like
+        an abandoned waiter's does upstream (engine.rs: only the dropped receiver goes away)."""
+        remaining = context.time_remaining()
+        try:
+            return await asyncio.wait_for(waiter, remaining) if remaining is not None else await waiter
+        except TimeoutError:
+            await context.abort(grpc.StatusCode.CANCELLED, msg.TIMEOUT_EXPIRED)
+            raise AssertionError("abort returns only by raising") from None
+
     async def SubmitProof(self, request: pb.SubmitProofRequest, context: Any) -> pb.SubmitProofResponse:
         self._log_arrival("SubmitProof", request)
         await self._check_submit(request, context)
@@ -92,12 +105,13 @@ class ProvingService(proving_pb2_grpc.ProvingEngineServicer):
         return pb.SubmitProofResponse(job_id=job.job_id, queue_position=position, assigned_gpu="")
 
     async def AwaitProof(self, request: pb.AwaitProofRequest, context: Any) -> pb.AwaitProofResponse:
-        self.log.info(tracing.SERVICE, "AwaitProof", ("job_id", request.job_id))
-        job: Job | None = self.engine.jobs.get(request.job_id)
-        if job is None:
+        self.log.info(tracing.SERVICE, msg.RPC_AWAIT, ("job_id", request.job_id))
+        found = self.engine.await_result(request.job_id)
+        if found is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"job not found: {request.job_id}")
             raise AssertionError("abort returns only by raising")
-        return _response(job.job_id, await job.future)
+        result = found if isinstance(found, JobResult) else await self._answer(found, context)
+        return _response(request.job_id, result)
 
     async def Prove(self, request: pb.ProveRequest, context: Any) -> pb.ProveResponse:
         if not request.HasField("submit"):
@@ -105,8 +119,7 @@ class ProvingService(proving_pb2_grpc.ProvingEngineServicer):
         submit = request.submit
         self._log_arrival("Prove", submit)
         await self._check_submit(submit, context)
-        job, _ = self.engine.submit(_request(submit))
-        result = await job.future
+        result = await self._answer(self.engine.prove(_request(submit)), context)
         # Prove echoes the request id, so a generated UUID is not returned (reference §1.5).
         return pb.ProveResponse(result=_response(submit.request_id, result))
 
@@ -128,13 +141,15 @@ class ProvingService(proving_pb2_grpc.ProvingEngineServicer):
             )
             for w in engine.workers
         ]
+        # service.rs get_status: loaded_srs lists what PreloadSRS itself loaded (engine.rs
+        # preloaded_srs); queues list the kinds with queued jobs, in_progress counting busy workers.
         loaded = [
-            pb.SRSStatus(circuit_id=e.circuit_id, tier=pb.SRSStatus.HOT, size_bytes=0, ref_count=0)
-            for e in engine.residency.srs.values()
-            if e.preloaded
+            pb.SRSStatus(circuit_id=circuit_id, tier=pb.SRSStatus.HOT, size_bytes=0, ref_count=0)
+            for circuit_id in engine.preloaded_srs
         ]
+        running = engine.running_by_kind()
         queues = [
-            pb.QueueStatus(proof_kind=kind, pending=n, in_progress=engine.in_progress.get(kind, 0))
+            pb.QueueStatus(proof_kind=kind, pending=n, in_progress=running.get(kind, 0))
             for kind, n in engine.waiting_by_kind().items()
         ]
         return pb.GetStatusResponse(
@@ -158,6 +173,8 @@ class ProvingService(proving_pb2_grpc.ProvingEngineServicer):
         except UnknownCircuit:
             await context.abort(grpc.StatusCode.INTERNAL, f"unknown circuit ID: {request.circuit_id}")
             raise AssertionError("abort returns only by raising") from None
+        if not already:  # engine.rs preload_srs: an already loaded circuit returns early, unrecorded
+            self.engine.preloaded_srs[request.circuit_id] = load_ms
         return pb.PreloadSrsResponse(already_loaded=already, load_time_ms=0 if already else load_ms)
 
     async def EvictSRS(self, request: pb.EvictSrsRequest, context: Any) -> pb.EvictSrsResponse:

@@ -80,7 +80,6 @@ class Resident:
     block: Block
     refcount: int = 0
     last_used: float = 0.0
-    preloaded: bool = False
 
 
 class Residency:
@@ -123,9 +122,7 @@ class Residency:
         else:
             self.log.debug(tracing.SRS, "SRS already loaded (cache hit)", ("circuit_id", circuit_id))
         entry.last_used = time.monotonic()
-        if preload:
-            entry.preloaded = True
-        else:
+        if not preload:
             entry.refcount += 1
         return already, int((time.monotonic() - started) * 1000)
 

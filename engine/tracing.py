@@ -30,6 +30,7 @@ MEMORY: Final = "cuzk_core::memory"
 PINNED: Final = "cuzk_core::pinned_pool"
 CONFIG: Final = "cuzk_core::config"
 SERVICE: Final = "cuzk_server::service"
+PROVER: Final = "cuzk_core::prover"
 BELLPERSON: Final = "bellperson::groth16::prover::supraseal"
 PCE_RECORDING: Final = "cuzk_pce::recording_cs"
 PCE_DISK: Final = "cuzk_pce::disk"
@@ -244,6 +245,16 @@ class Logger:
 
     def cuzk_timing(self, text: str) -> None:
         _write(self.err_fd, f"CUZK_TIMING: {text}\n")
+
+    def ntt_h(self, total_ms: int) -> None:
+        """groth16_ntt_h.cu's per-circuit ``CUZK_NTT_H:`` breakdown of an NTT + MSM-H of ``total_ms``."""
+        ntt, intt = total_ms * 4 // 10, total_ms * 2 // 10
+        invoke = total_ms - ntt - intt
+        _write(
+            self.err_fd,
+            f"CUZK_NTT_H: d_b_alloc=0ms ntt_kernels={ntt}ms coset_intt_sync={intt}ms msm_init=0ms "
+            f"msm_invoke={invoke}ms msm_dtor=0ms total={total_ms}ms\n",
+        )
 
 
 def fatal_report(context: str, causes: list[str]) -> str:

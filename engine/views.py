@@ -84,12 +84,13 @@ def status_document(engine: Engine) -> dict[str, Any]:
                 "partitions": partitions,
             }
         )
+    # status.rs GpuWorkerState: only partitions mark a worker busy, so monolithic work shows "idle".
     workers = [
         {
             "worker_id": w.worker_id,
             "gpu_ordinal": w.gpu,
-            "state": "idle" if w.job is None else "proving",
-            "current_job": None if w.job is None else w.job.job_id,
+            "state": "idle" if w.status_job is None else "proving",
+            "current_job": w.status_job,
             "current_partition": w.partition,
             "busy_secs": _secs(w.busy_since, now),
         }
@@ -118,9 +119,9 @@ def status_document(engine: Engine) -> dict[str, Any]:
         "allocations": {"srs": allocations(engine.residency.srs), "pce": allocations(engine.residency.pce)},
         "counters": {
             "total_completed": c.status_completed,
-            "total_failed": 0,
+            "total_failed": c.status_failed,
             "completed_by_kind": dict(c.status_completed_by_kind),
-            "failed_by_kind": {},
+            "failed_by_kind": dict(c.status_failed_by_kind),
             "queue_depth": len(engine.scheduler),
         },
         "buffers": {

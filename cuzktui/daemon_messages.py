@@ -1,0 +1,107 @@
+"""The real daemon's message texts, named once for the engine that writes them and the parser
+that reads them (headless, stdlib only).
+
+Each constant is the exact message of an upstream ``tracing`` event (or the fixed prefix of a
+formatted one), grouped by the upstream file that emits it (filecoin-project/curio, extern/cuzk).
+Field names and values are not part of the message; engine/tracing.py formats them.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# cuzk-daemon/src/main.rs -----------------------------------------------------------------------
+DAEMON_STARTING: Final = "cuzk-daemon starting"
+CONFIGURATION_LOADED: Final = "configuration loaded"
+SET_GPU_THREADS: Final = "set CUZK_GPU_THREADS for C++ groth16_pool"
+RAYON_CONFIGURED: Final = "rayon global thread pool configured"
+STATUS_HTTP_LISTENING: Final = "status HTTP server listening"
+STATUS_HTTP_BIND_FAILED: Final = "failed to bind status HTTP server"
+LISTENING_UNIX: Final = "listening on unix socket"
+LISTENING_TCP: Final = "listening on TCP"
+READY_PREFIX: Final = "cuzk-daemon ready, serving on "  # followed by the address
+RECEIVED_SIGINT: Final = "received SIGINT, shutting down"
+DAEMON_STOPPED: Final = "cuzk-daemon stopped"
+
+# cuzk-server/src/service.rs ----------------------------------------------------------------------
+RPC_SUBMIT: Final = "SubmitProof"
+RPC_AWAIT: Final = "AwaitProof"
+RPC_PROVE: Final = "Prove"
+RPC_PRELOAD: Final = "PreloadSRS"
+CANCEL_NOT_IMPLEMENTED: Final = "CancelProof (not yet implemented)"
+EVICT_NOT_IMPLEMENTED: Final = "EvictSRS (not yet implemented)"
+PROVE_FAILED: Final = "prove failed"
+# tonic's answer when a call's grpc-timeout runs out on the server (tonic GrpcTimeout layer).
+TIMEOUT_EXPIRED: Final = "Timeout expired"
+
+# cuzk-core/src/scheduler.rs ----------------------------------------------------------------------
+JOB_ENQUEUED: Final = "job enqueued"
+JOB_DEQUEUED: Final = "job dequeued for proving"
+
+# cuzk-core/src/memory.rs -------------------------------------------------------------------------
+ACQUIRE_EXCEEDS_BUDGET: Final = "acquire request exceeds total budget — will block until possible"
+BUDGET_ACQUIRED: Final = "budget acquired"
+EVICTOR_FREED: Final = "evictor freed memory, retrying acquire"
+WAITING_FOR_BUDGET: Final = "waiting for budget (acquire blocked)"
+PARTIAL_RELEASE: Final = "partial reservation release"
+
+# cuzk-core/src/srs_manager.rs --------------------------------------------------------------------
+SRS_EVICTED: Final = "SRS evicted"
+
+# cuzk-core/src/pipeline.rs -----------------------------------------------------------------------
+PCE_EVICTED: Final = "PCE evicted"
+PARTITION_SYNTH_COMPLETE: Final = "partition synthesis complete"
+SNAP_PARTITION_SYNTH_COMPLETE: Final = "SnapDeals partition synthesis complete"
+
+# cuzk-core/src/engine.rs -------------------------------------------------------------------------
+MEMORY_BUDGET_INITIALIZED: Final = "memory budget initialized"
+PINNED_POOL_INITIALIZED: Final = "CUDA pinned memory pool initialized"
+STARTING_ENGINE: Final = "starting cuzk engine"
+EVICTOR_WIRED: Final = "evictor callback wired"
+EVICTED_FOR_MEMORY_PRESSURE: Final = "evicted for memory pressure"
+INITIALIZING_GPU_WORKERS: Final = "initializing GPU workers"
+ENGINE_STARTED: Final = "cuzk engine started"
+SHUTTING_DOWN_ENGINE: Final = "shutting down cuzk engine"
+DISPATCHING_PARTITIONS: Final = "dispatching per-partition synthesis (budget-gated)"
+DISPATCHING_SNAP_PARTITIONS: Final = "dispatching per-partition SnapDeals synthesis (budget-gated)"
+ASSIGNED_SEQUENCE: Final = "assigned pipeline sequence number"
+ASSIGNED_SNAP_SEQUENCE: Final = "assigned SnapDeals pipeline sequence number"
+SKIPPING_SYNTHESIS_FAILED: Final = "skipping synthesis for failed job"
+SKIPPING_GPU_FAILED: Final = "skipping GPU prove for failed partitioned job"
+PARTITION_GPU_COMPLETE: Final = "partition GPU prove complete"
+ASSEMBLER_NOT_FOUND: Final = "assembler not found, discarding partition result"
+DISCARDING_FAILED_RESULT: Final = "discarding GPU result for failed job"
+PROOF_ASSEMBLED: Final = "Phase 7: all partitions complete, proof assembled"
+SYNTHESIS_COMPLETE_TO_GPU: Final = "synthesis complete, sending to GPU"
+BATCH_SPLITTING: Final = "batched proof completed — splitting results"
+BATCH_SECTOR_DELIVERED: Final = "sector proof delivered from batch"
+PROOF_COMPLETED_PIPELINE: Final = "proof completed successfully (pipeline)"
+MONO_WORKER_STARTED: Final = "monolithic GPU worker started"
+MONO_WORKER_SHUTDOWN: Final = "monolithic GPU worker received shutdown signal"
+MONO_WORKER_STOPPED: Final = "monolithic GPU worker stopped"
+PROCESSING_MONOLITHIC: Final = "processing job (monolithic)"
+PROOF_COMPLETED_MONOLITHIC: Final = "proof completed successfully (monolithic)"
+PROOF_FAILED: Final = "proof failed"
+PIPELINE_WORKER_STARTED: Final = "pipeline GPU worker started"
+PIPELINE_WORKER_SHUTDOWN: Final = "pipeline GPU worker received shutdown signal"
+PIPELINE_WORKER_STOPPED: Final = "pipeline GPU worker stopped"
+SYNTH_WORKER_SHUTDOWN: Final = "synthesis worker received shutdown"
+DISPATCHER_SHUTDOWN_SIGNAL: Final = "synthesis dispatcher received shutdown signal"
+DISPATCHER_STOPPED: Final = "synthesis dispatcher stopped"
+DISPATCHER_SHUTDOWN: Final = "dispatcher: shutdown"
+
+# cuzk-core/src/prover.rs (monolithic provers) -----------------------------------------------------
+PARSED_C1_WRAPPER: Final = "parsed C1 wrapper"
+DESERIALIZED_C1: Final = "deserialized SealCommitPhase1Output"
+CALLING_SEAL_COMMIT_PHASE2: Final = "calling seal_commit_phase2 (includes SRS load + synthesis + GPU + verify)"
+POREP_C2_PROOF_COMPLETED: Final = "PoRep C2 proof completed"
+PROVING_WINNING_POST: Final = "proving WinningPoSt"
+WINNING_POST_PROOF_COMPLETED: Final = "WinningPoSt proof completed"
+PROVING_WINDOW_POST: Final = "proving WindowPoSt partition"
+WINDOW_POST_PROOF_COMPLETED: Final = "WindowPoSt partition proof completed"
+PROVING_SNAP_DEALS: Final = "proving SnapDeals update"
+SNAP_DEALS_PROOF_COMPLETED: Final = "SnapDeals proof completed"
+
+# extern/supraseal-c2/cuda (stderr, not tracing) --------------------------------------------------
+CUZK_TIMING_PREFIX: Final = "CUZK_TIMING: "  # groth16_cuda.cu
+CUZK_NTT_H_PREFIX: Final = "CUZK_NTT_H: "  # groth16_ntt_h.cu execute_ntt_msm_h
