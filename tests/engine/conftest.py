@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.engine.engine_harness import RunningEngine, start_engine
+from tests.engine.engine_harness import Captured, RunningEngine, start_engine
 
 
 @pytest.fixture
@@ -25,3 +25,10 @@ def engine_factory(tmp_path: Path) -> Iterator[Any]:
     yield factory
     for running in started:
         running.stop()
+
+
+@pytest.fixture
+def captured(tmp_path: Path) -> Iterator[Captured]:
+    out = Captured(tmp_path / "engine.log")
+    yield out
+    out.close()

@@ -17,6 +17,7 @@ import grpc
 from cuzktui.proto import proving_pb2 as pb
 from cuzktui.proto import proving_pb2_grpc
 from cuzktui.supervisor import free_loopback_port
+from engine.tracing import EnvFilter, Logger
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # Fast and small: 29 s of synthesis becomes ~15 ms, 20 GiB of partition memory 320 KiB.
@@ -141,6 +142,24 @@ def start_engine(
     finally:
         channel.close()
     return running
+
+
+class Captured:
+    """A Logger writing plain INFO lines into a file the test reads back (in-process engines)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        self.log = Logger(EnvFilter.parse("info", lossy=False), colour=False, out_fd=self.fd, err_fd=self.fd)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def lines(self) -> list[str]:
+        return self.path.read_text().splitlines()
+
+    def messages(self, needle: str) -> list[str]:
+        return [line for line in self.lines() if needle in line]
 
 
 def porep_request(request_id: str, payload: bytes = b'{"SectorNum": 1}') -> pb.SubmitProofRequest:

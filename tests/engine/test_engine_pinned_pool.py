@@ -5,10 +5,8 @@ returned at GPU prove start; a blocked budget acquisition frees the idle ones, s
 from __future__ import annotations
 
 import asyncio
-import os
 import re
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -21,7 +19,7 @@ from engine.pinned import SCALAR_SIZE, PinnedPool
 from engine.pipeline import Engine
 from engine.srs import CONSTRAINTS
 from engine.timemodel import Clock
-from engine.tracing import EnvFilter, Logger
+from tests.engine.engine_harness import Captured
 
 POREP = KINDS[ProofKind.POREP_SEAL_COMMIT]
 BUF = CONSTRAINTS[ProofKind.POREP_SEAL_COMMIT] * SCALAR_SIZE
@@ -30,31 +28,6 @@ SCALE = 1 / 65536
 
 def test_a_porep_buffer_is_num_constraints_times_32_bytes() -> None:
     assert BUF == 4_168_923_808
-
-
-class Captured:
-    """A Logger writing plain INFO lines into a file the test reads back."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-        self.log = Logger(EnvFilter.parse("info", lossy=False), colour=False, out_fd=self.fd, err_fd=self.fd)
-
-    def close(self) -> None:
-        os.close(self.fd)
-
-    def lines(self) -> list[str]:
-        return self.path.read_text().splitlines()
-
-    def messages(self, needle: str) -> list[str]:
-        return [line for line in self.lines() if needle in line]
-
-
-@pytest.fixture
-def captured(tmp_path: Path) -> Iterator[Captured]:
-    out = Captured(tmp_path / "engine.log")
-    yield out
-    out.close()
 
 
 async def test_pool_reuses_best_fit_and_frees_idle_buffers_smallest_first(captured: Captured) -> None:
