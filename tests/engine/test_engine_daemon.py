@@ -13,11 +13,11 @@ from typing import Any
 
 import grpc
 import pytest
-from engine_harness import ANSI, engine_command, porep_request, write_config
 
 from cuzktui import daemon_messages as msg
 from cuzktui.proto import proving_pb2 as pb
 from cuzktui.proto import proving_pb2_grpc
+from tests.engine.engine_harness import ANSI, engine_command, porep_request, write_config
 
 MONO = {"pipeline": {"enabled": False}}
 
