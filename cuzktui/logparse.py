@@ -54,7 +54,7 @@ from .events import (
     TimelineEvent,
 )
 
-__all__ = ["LineSplitter", "parse_line", "strip_ansi"]
+__all__ = ["LineSplitter", "is_inert", "parse_line", "strip_ansi"]
 
 _ANSI_RE: Final = re.compile(r"\x1b\[[0-9;]*m")
 # A field boundary: one space, an identifier, '='. Dotted keys come from `log` records.
@@ -570,6 +570,57 @@ def _parse_human(line: str) -> LogEvent:
     if keys is not None:
         message, fields = _split_fields(body, keys)
     return _classify(LogRecord(ts, level, target, message, spans, fields))
+
+
+# --------------------------------------------------------------------------------------------
+# A cheap test for bulk reading
+# --------------------------------------------------------------------------------------------
+
+# Every message an INFO/DEBUG/TRACE line becomes an event for (exactly or as a prefix), by first word.
+_EVENT_MESSAGES: Final = (
+    *_NOTABLE,
+    "GPU_TIMING ",
+    "FIN_TIMING ",
+    "cuzk-daemon ready, serving on ",
+    "background PCE extraction",
+    "pipeline GPU worker started",
+    "partition synthesis complete",
+    "SnapDeals partition synthesis complete",
+)
+_BY_FIRST_WORD: Final[dict[str, tuple[str, ...]]] = {}
+for _message in _EVENT_MESSAGES:
+    _word = _message.split(" ", 1)[0]
+    _BY_FIRST_WORD[_word] = (*_BY_FIRST_WORD.get(_word, ()), _message)
+_QUIET_LEVELS: Final = frozenset({" INFO", "DEBUG", "TRACE"})
+_UNSTAMPED_EVENTS: Final = ("TIMELINE,", "CUZK_TIMING:", "CUZK_NTT_H:", "Error: ")
+
+
+def is_inert(line: str) -> bool:
+    """Whether a log line is certainly no event a model uses: text that is no daemon line, or an
+    INFO/DEBUG/TRACE line whose message is none of the notable ones (WARN and ERROR lines are kept).
+
+    It reads only the level and the message's first word, so a post-mortem reader can skip the
+    full parse (spans, fields) of the bulk of a large log; :func:`parse_line` decides the rest.
+    """
+    if "\x1b" in line:
+        line = _ANSI_RE.sub("", line)
+    if not line[:1].isdigit():
+        return not line.startswith(_UNSTAMPED_EVENTS)
+    if line[_TS_LEN + 1 : _LEVEL_END - 1] not in _QUIET_LEVELS:
+        return False
+    pos = _LEVEL_END
+    brace, space = line.find("{", pos), line.find(" ", pos)
+    if brace != -1 and (space == -1 or brace < space):
+        end = line.find("}: ", brace)
+        if end != -1:
+            pos = end + 3
+    colon = line.find(": ", pos)
+    if colon == -1:
+        return True
+    body = colon + 2
+    word_end = line.find(" ", body)
+    candidates = _BY_FIRST_WORD.get(line[body:word_end] if word_end != -1 else line[body:].rstrip("\r\n"))
+    return candidates is None or not line.startswith(candidates, body)
 
 
 # --------------------------------------------------------------------------------------------

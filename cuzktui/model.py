@@ -212,6 +212,9 @@ class SessionModel:
             self.last_t = t
 
     def _apply(self, event: ev.Event) -> bool:
+        if type(event) in _TIMELINE_ONLY:
+            # The bulk of a log (TIMELINE, worker timings): only the waterfall reads them.
+            return self.timeline.apply(cast(ev.LogEvent, event))
         if isinstance(event, ev.MemorySample):
             self._observe_time(event.t)
             self._add_memory(event)
@@ -506,3 +509,7 @@ def model_of(
     for event in events:
         model.apply(event)
     return model
+
+
+# Log events that carry no printed time and that nothing but the timeline reads.
+_TIMELINE_ONLY: Final = frozenset({ev.TimelineEvent, ev.CuzkTiming, ev.NttTiming})

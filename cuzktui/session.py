@@ -36,7 +36,7 @@ from platformdirs import user_state_dir
 
 from . import events as ev
 from .events import Stream
-from .logparse import parse_line
+from .logparse import is_inert, parse_line
 from .model import SessionModel, model_of
 from .session_layout import CONFIG_DIR, DAEMON_LOG, EVENTS_FILE, META_FILE, config_versions
 
@@ -247,13 +247,19 @@ class LogFollower:
     ``offset`` starts the reading at a byte offset (e.g. where one daemon run began).
     """
 
-    def __init__(self, path: Path, offset: int = 0) -> None:
+    def __init__(self, path: Path, offset: int = 0, *, skip_inert: bool = False) -> None:
         self._tail = _Tail(path, offset)
         self._key = 0.0
+        # Post-mortem readers skip lines no model uses without parsing them (logparse.is_inert).
+        self._skip_inert = skip_inert
 
     def read(self, final: bool) -> Iterator[_Keyed]:
+        skip = self._skip_inert
         for raw in self._tail.lines(final):
-            event = parse_line(raw.decode("utf-8", "replace").rstrip("\r"), Stream.UNKNOWN)
+            text = raw.decode("utf-8", "replace").rstrip("\r")
+            if skip and is_inert(text):
+                continue
+            event = parse_line(text, Stream.UNKNOWN)
             ts = getattr(event, "ts", None)
             if isinstance(ts, float) and ts > self._key:
                 self._key = ts
@@ -312,10 +318,19 @@ class SessionFollower:
     keeping each file's own order. ``log_path`` overrides daemon.log (attached daemons log elsewhere).
     """
 
-    def __init__(self, directory: Path | str, log_path: Path | str | None = None, *, observed: bool = True) -> None:
+    def __init__(
+        self,
+        directory: Path | str,
+        log_path: Path | str | None = None,
+        *,
+        observed: bool = True,
+        skip_inert: bool = False,
+    ) -> None:
         self.path = Path(directory)
-        self._log = LogFollower(Path(log_path) if log_path is not None else self.path / DAEMON_LOG)
+        log = Path(log_path) if log_path is not None else self.path / DAEMON_LOG
+        self._log = LogFollower(log, skip_inert=skip_inert)
         # ``observed`` False: a bare log, whose directory's events.jsonl (if any) is not its session's.
+        self._observed = observed
         self._events = _EventsReader(self.path / EVENTS_FILE if observed else Path(os.devnull))
 
     @property
@@ -330,6 +345,8 @@ class SessionFollower:
     def iter_keyed(self, final: bool = False) -> Iterator[_Keyed]:
         """New events merged by time, each with the time it is placed at (a replay's cursor axis);
         ``final`` also takes an unterminated last line (end of a replay)."""
+        if not self._observed:
+            return self._log.read(final)
         return heapq.merge(self._log.read(final), self._events.read(final), key=itemgetter(0))
 
     def iter_new(self, final: bool = False) -> Iterator[ev.Event]:
@@ -382,20 +399,6 @@ def resolve_source(path: Path | str) -> SessionSource:
     raise SourceError(f"{p}: no such session directory or log file")
 
 
-# Log events nothing downstream of the reader uses (the model, the timeline and the exporters
-# ignore them): dropped at read time so a million-line log does not become a million objects.
-_INERT_LEVELS: Final = frozenset({"INFO", "DEBUG", "TRACE"})
-_KEPT_RECORDS: Final = frozenset(
-    {"pipeline GPU worker started", "partition synthesis complete", "SnapDeals partition synthesis complete"}
-)
-
-
-def _inert(event: ev.Event) -> bool:
-    if type(event) is ev.PlainLine:
-        return True
-    return type(event) is ev.LogRecord and event.level in _INERT_LEVELS and event.message not in _KEPT_RECORDS
-
-
 @dataclass(slots=True)
 class RecordedSession:
     """Every event of a source, keyed by the time replay places it at (the one read of it)."""
@@ -413,13 +416,16 @@ def read_session(source: SessionSource) -> RecordedSession:
     while writing) or one that ends on the fatal ``Error:`` report becomes a DaemonExited at its end.
     """
     follower = SessionFollower(
-        source.directory or source.log_path.parent, log_path=source.log_path, observed=not source.bare_log
+        source.directory or source.log_path.parent,
+        log_path=source.log_path,
+        observed=not source.bare_log,
+        skip_inert=True,
     )
     events: list[_Keyed] = []
     fatal: str | None = None
     recognised = False
     for key, event in follower.iter_keyed(final=True):
-        if _inert(event):
+        if type(event) is ev.PlainLine:  # text no daemon line (a damaged line, a panic's prose)
             continue
         recognised = True
         if isinstance(event, ev.FatalErrorLine):

@@ -31,7 +31,7 @@ from cuzktui.events import (
     Stream,
     TimelineEvent,
 )
-from cuzktui.logparse import LineSplitter, parse_line, strip_ansi
+from cuzktui.logparse import LineSplitter, is_inert, parse_line, strip_ansi
 
 FIXTURE = Path(__file__).parent / "data" / "timeline_restart.log"
 T0 = calendar.timegm((2026, 5, 1, 7, 0, 0))
@@ -467,3 +467,29 @@ def test_line_splitter_chunking_does_not_change_the_lines(data: bytes, cuts: lis
     got += pieces.feed(data[previous:])
     assert got == expected
     assert pieces.flush() == expected_rest
+
+
+@pytest.mark.parametrize(
+    ("line", "inert"),
+    [
+        (f"{TS}  INFO cuzk_core::engine: evictor callback wired", True),
+        (f"{TS} DEBUG cuzk_core::pinned_pool: pinned buffer returned size_mib=4096", True),
+        ("Caused by: no such file", True),
+        (f"{TS}  WARN cuzk_core::config: unknown key ignored key=foo", False),
+        (
+            f"{TS}  INFO cuzk_core::scheduler: job enqueued job_id=j1 proof_kind=porep-c2 priority=Normal "
+            "queue_position=0",
+            False,
+        ),
+        (
+            f'{TS}  INFO synthesize_partition{{job_id="j1" partition=3}}: cuzk_core::pipeline: partition synthesis '
+            "complete partition=3 synth_ms=44601 is_pinned=false",
+            False,
+        ),
+        (f"\x1b[2m{TS}\x1b[0m \x1b[32m INFO\x1b[0m cuzk_daemon: cuzk-daemon starting", False),
+        ("TIMELINE,5,SYNTH_START,j1,partition=0", False),
+        ("CUZK_NTT_H: d_b_alloc=3ms ntt_kernels=41ms total=97ms", False),
+    ],
+)
+def test_is_inert_skips_only_lines_no_event_is_built_from(line: str, inert: bool) -> None:
+    assert is_inert(line) is inert
