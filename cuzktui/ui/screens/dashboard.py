@@ -16,7 +16,7 @@ from textual.widgets import Footer, Static
 from ...controller import Controller
 from ...model import GpuState, SessionModel
 from ...units import GiB, format_size
-from ..widgets.charts import Chart, ChartSpec, Line, stepped_length
+from ..widgets.charts import Chart, ChartSpec, Line, Marks, stepped_length
 from ..widgets.header import screen_header
 from ..widgets.panels import Panel, daemon_content, hints_content, notices_content, pipeline_content
 
@@ -56,6 +56,10 @@ def memory_spec(model: SessionModel) -> ChartSpec:
         unit="GiB",
         events=tuple(model.oom_kills),
         event_label="OOM kill",
+        marks=(
+            Marks(tuple(t for t, _ in model.evictions if t is not None), "eviction", "phase-queue"),
+            Marks(tuple(s.ts for s in model.budget_stalls if s.ts is not None), "budget stall", "phase-failed"),
+        ),
     )
 
 

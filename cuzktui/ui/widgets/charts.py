@@ -55,6 +55,15 @@ class Line:
 
 
 @dataclass(frozen=True, slots=True)
+class Marks:
+    """Moments marked by vertical lines beside a chart's own events (evictions, budget stalls)."""
+
+    times: tuple[float, ...]
+    label: str
+    color: str
+
+
+@dataclass(frozen=True, slots=True)
 class ChartSpec:
     """One chart: lines over [t0, t1] (Unix seconds), y from 0 to ``y_max`` in ``unit``."""
 
@@ -68,6 +77,10 @@ class ChartSpec:
     event_label: str = ""
     event_color: str = "mem-oom"
     empty: str = "no samples yet"
+    marks: tuple[Marks, ...] = ()
+
+    def all_marks(self) -> list[Marks]:
+        return [m for m in (Marks(self.events, self.event_label, self.event_color), *self.marks) if m.times]
 
 
 def downsample(points: Sequence[Point], t0: float, t1: float, buckets: int) -> list[Point]:
@@ -211,9 +224,9 @@ class Chart(Widget):
             item = Text(line.marker if plain else LEGEND_SWATCH, style=palette.fg(line.color, bold=True))
             item.append(f" {line.label} {line.value}".rstrip())
             items.append(item)
-        if spec.events:
-            item = Text("|" if plain else "│", style=palette.fg(spec.event_color, bold=True))
-            item.append(f" {spec.event_label} {'x' if plain else '×'}{len(spec.events)}")
+        for marks in spec.all_marks():
+            item = Text("|" if plain else "│", style=palette.fg(marks.color, bold=True))
+            item.append(f" {marks.label} {'x' if plain else '×'}{len(marks.times)}")
             items.append(item)
         lines = [items[0]]
         for item in items[1:]:
@@ -244,11 +257,12 @@ class Chart(Widget):
             ys = [v for _, v in points]
             marker = line.marker if plain else "braille"
             figure.plot(xs, ys, marker=marker, color=palette.plotext(line.color))
-        for t in spec.events:
-            if plain:
-                figure.plot([t - t0, t - t0], [0, y_max], marker="|", color=palette.plotext(spec.event_color))
-            else:
-                figure.vertical_line(t - t0, color=palette.plotext(spec.event_color))
+        for marks in spec.all_marks():
+            for t in marks.times:
+                if plain:
+                    figure.plot([t - t0, t - t0], [0, y_max], marker="|", color=palette.plotext(marks.color))
+                else:
+                    figure.vertical_line(t - t0, color=palette.plotext(marks.color))
         figure.xlim(0, t1 - t0)
         figure.ylim(0, y_max)
         figure.yticks([0, y_max / 2, y_max], ["0", _tick_label(y_max / 2), _tick_label(y_max)])

@@ -406,10 +406,15 @@ class WaterfallView(ScrollView, can_focus=True):
             marks = {"running": ">", "completed": "ok", "failed": "X", "incomplete": "?"}
             glyphs = {"running": "▶", "completed": "✓", "failed": "✗", "incomplete": "?"}
             mark = (marks if self.ascii_only else glyphs)[job.status]
-            head = self._label(f"{mark} {row.label}", Style(bold=True))
+            lost = " (lost in the GPU queue)" if job.overtaken_by else ""
+            head = self._label(f"{mark} {row.label}{lost}", Style(bold=True))
             stop = timeline.open_end(job, timeline_now(self._model))
             start = job.first_start if job.first_start is not None else job.first_time
             spans = [(start, stop, "job")] if start is not None else []
+            # Before its first synthesis a job waits in the scheduler, then for the memory budget.
+            for a, b in ((job.enqueued_at, job.dequeued_at), (job.dispatched_at, job.first_start)):
+                if a is not None:
+                    spans.insert(0, (a, b if b is not None else stop, "wait"))
             return Strip(head + self._cells(spans, window, palette, job_row=True), self.size.width)
         if row.kind == "partition":
             assert row.partition is not None and row.job is not None
@@ -453,8 +458,9 @@ class WaterfallView(ScrollView, can_focus=True):
                 continue
             name = intervals[hit][2]
             if job_row:
-                chars.append("." if plain else "─")
-                styles.append(Style(dim=True))
+                waiting = name == "wait"
+                chars.append((":" if plain else "┄") if waiting else ("." if plain else "─"))
+                styles.append(palette.fg("phase-queue") if waiting else Style(dim=True))
                 continue
             phase: Phase = "busy" if lane else name  # type: ignore[assignment]
             variable, plain_char = PHASES[phase]
@@ -488,13 +494,6 @@ class WaterfallView(ScrollView, can_focus=True):
 def partition_detail(p: Partition, origin: float) -> Content:
     """Timings of one partition: phase boundaries, durations, GPU_TIMING / FIN / CUZK_TIMING."""
     job = p.job
-    parts: list[str | tuple[str, str]] = [
-        (f"{job.job_id}", "bold"),
-        f"  partition {p.index}",
-        f"  worker {p.worker}" if p.worker is not None else "",
-        ("  FAILED" if p.failed else "  incomplete (daemon run ended)" if p.incomplete else "", "bold $error"),
-        "\n",
-    ]
 
     def at(t: float | None) -> str:
         return format_duration(t - origin) if t is not None else "—"
@@ -502,10 +501,26 @@ def partition_detail(p: Partition, origin: float) -> Content:
     def secs(value: float | None) -> str:
         return f"{value:.1f}s" if value is not None else "—"
 
+    parts: list[str | tuple[str, str]] = [
+        (f"{job.job_id}", "bold"),
+        f"  partition {p.index}",
+        f"  worker {p.worker}" if p.worker is not None else "",
+        ("  FAILED" if p.failed else "  incomplete (daemon run ended)" if p.incomplete else "", "bold $error"),
+        (f"  replaced in the monolithic GPU queue by {job.overtaken_by}" if job.overtaken_by else "", "bold $error"),
+        "\n",
+    ]
+    if job.scheduler_wait_s is not None or job.budget_wait_s is not None:
+        parts += [
+            ("waits       ", "$phase-queue"),
+            f"scheduler {secs(job.scheduler_wait_s)}   memory budget {secs(job.budget_wait_s)}",
+            "\n",
+        ]
+
     parts += [
         ("synthesis   ", "$phase-synth"),
         f"{at(p.synth_start)} → {at(p.synth_end)}  {secs(p.synth_s)}",
         f" (synth_ms {p.synth_ms})" if p.synth_ms is not None else "",
+        {True: "  pinned buffers", False: "  unpinned (pinned pool missed)", None: ""}[p.is_pinned],
         "\n",
         ("GPU queue   ", "$phase-queue"),
         f"{at(p.gpu_queue)} → {at(p.gpu_pickup)}  {secs(p.queue_wait_s)}",
@@ -515,7 +530,13 @@ def partition_detail(p: Partition, origin: float) -> Content:
         f"{at(p.gpu_start)} → {at(p.gpu_end)}  {secs(p.gpu_s)}",
         f" (gpu_ms {p.gpu_ms}, incl. GPU-mutex wait)" if p.gpu_ms is not None else "",
     ]
-    for title, values in (("GPU_TIMING", p.gpu_timing), ("FIN_TIMING", p.fin_timing), ("CUZK_TIMING", p.cuzk_timing)):
+    timings = (
+        ("GPU_TIMING", p.gpu_timing),
+        ("FIN_TIMING", p.fin_timing),
+        ("CUZK_TIMING", p.cuzk_timing),
+        ("CUZK_NTT_H", p.ntt_timing),
+    )
+    for title, values in timings:
         if values:
             parts += ["\n", (f"{title:<12}", "bold"), " ".join(f"{k}={v}" for k, v in values.items())]
     return Content.assemble(*parts)
