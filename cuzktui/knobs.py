@@ -74,6 +74,9 @@ _STRING_TYPES: Final = frozenset(
         KnobType.LEVEL,
     }
 )
+# The daemon's integer knobs are Rust u32 fields (config.rs): serde refuses the file, and the daemon
+# does not start, for a value above this.
+U32_MAX: Final = 2**32 - 1
 LEVELS: Final = ("off", "error", "warn", "info", "debug", "trace")
 _EXPOSED_HOSTS: Final = frozenset({"0.0.0.0", "::"})
 
@@ -109,8 +112,13 @@ class Knob:
         """The allowed values in words, for messages and the form's hint line."""
         if self.minimum is None:
             return ""
-        low = f"> {self.minimum:g}" if self.minimum_exclusive else f"≥ {self.minimum:g}"
-        return low if self.maximum is None else f"{low} and ≤ {self.maximum:g}"
+        low = f"> {_number(self.minimum)}" if self.minimum_exclusive else f"≥ {_number(self.minimum)}"
+        return low if self.maximum is None else f"{low} and ≤ {_number(self.maximum)}"
+
+
+def _number(value: float) -> str:
+    """A bound as written in a config: whole numbers in full (4294967295, not 4.29497e+09)."""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +228,7 @@ KNOBS: Final[tuple[Knob, ...]] = (
         "GPU indices to prove on. Empty means every GPU nvidia-smi lists; if nvidia-smi cannot run the daemon "
         "assumes [0], and if it runs but lists nothing no GPU workers exist and proofs never complete.",
         minimum=0,
+        maximum=U32_MAX,
     ),
     Knob(
         "gpus",
@@ -232,6 +241,7 @@ KNOBS: Final[tuple[Knob, ...]] = (
         "also shrinks b_g2_msm's bucket memory (~1.1 GiB to ~192 MB).",
         units="threads",
         minimum=0,
+        maximum=U32_MAX,
     ),
     Knob(
         "gpus",
@@ -244,6 +254,7 @@ KNOBS: Final[tuple[Knob, ...]] = (
         "synthesis keeps the GPU busy, nothing when the GPU starves, 3 or more is no better or worse.",
         units="workers",
         minimum=0,
+        maximum=U32_MAX,
     ),
     Knob(
         "scheduler",
@@ -257,6 +268,7 @@ KNOBS: Final[tuple[Knob, ...]] = (
         "request's data is synthesized).",
         units="requests",
         minimum=0,
+        maximum=U32_MAX,
     ),
     Knob(
         "scheduler",
@@ -288,6 +300,7 @@ KNOBS: Final[tuple[Knob, ...]] = (
         "cgroup CPU quota respected). The docs suggest splitting cores between this and gpus.gpu_threads.",
         units="threads",
         minimum=0,
+        maximum=U32_MAX,
     ),
     Knob(
         "synthesis",
@@ -300,6 +313,7 @@ KNOBS: Final[tuple[Knob, ...]] = (
         status=_DEPRECATED,
         units="partitions",
         minimum=0,
+        maximum=U32_MAX,
         start_warning="synthesis.partition_workers is deprecated — concurrency is now managed by the memory budget",
     ),
     Knob(
@@ -321,6 +335,7 @@ KNOBS: Final[tuple[Knob, ...]] = (
         "Only used to compute a number that is logged (effective_lookahead); it changes nothing.",
         status=_INERT,
         minimum=0,
+        maximum=U32_MAX,
     ),
     Knob(
         "pipeline",
@@ -334,6 +349,7 @@ KNOBS: Final[tuple[Knob, ...]] = (
         "syntheses at once, each reserving up to 136 GiB.",
         units="tasks",
         minimum=0,
+        maximum=U32_MAX,
     ),
     Knob(
         "pipeline",
@@ -347,6 +363,7 @@ KNOBS: Final[tuple[Knob, ...]] = (
         "also slow each other down (10-12 was best on a 96-core box, 30 collapsed).",
         units="partitions",
         minimum=0,
+        maximum=U32_MAX,
     ),
     Knob(
         "pipeline",
@@ -357,6 +374,7 @@ KNOBS: Final[tuple[Knob, ...]] = (
         "Only logged: the code path that would use it is unreachable. Memory is bounded by total_budget.",
         status=_INERT,
         minimum=0,
+        maximum=U32_MAX,
     ),
     Knob(
         "pipeline",
@@ -369,6 +387,7 @@ KNOBS: Final[tuple[Knob, ...]] = (
         "The docs suggest 8 as a start.",
         units="partitions",
         minimum=0,
+        maximum=U32_MAX,
     ),
     Knob(
         "srs",
@@ -562,7 +581,7 @@ def _check_range(k: Knob, number: float, what: str) -> str | None:
     low, high = k.minimum, k.maximum
     too_low = low is not None and (number <= low if k.minimum_exclusive else number < low)
     if too_low or (high is not None and number > high):
-        return f"must be {what} {k.describe_range()}, got {number:g}"
+        return f"must be {what} {k.describe_range()}, got {_number(number)}"
     return None
 
 
@@ -571,9 +590,9 @@ def _type_problem(k: Knob, value: object) -> str | None:
     if not _has_type(k, value):
         return f"must be {_expected_type(k)}, got {toml_type_name(value)} {value!r}"
     if k.type is KnobType.INT_LIST and isinstance(value, list) and k.minimum is not None:
-        negative = [v for v in value if v < k.minimum]
-        if negative:
-            return f"must hold integers {k.describe_range()}, got {negative[0]}"
+        outside = [v for v in value if v < k.minimum or (k.maximum is not None and v > k.maximum)]
+        if outside:
+            return f"must hold integers {k.describe_range()}, got {outside[0]}"
     if k.type in (KnobType.INT, KnobType.FLOAT) and isinstance(value, int | float):
         return _check_range(k, value, "an integer" if k.type is KnobType.INT else "a number")
     return None

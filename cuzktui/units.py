@@ -36,19 +36,31 @@ def _split_size(text: str) -> tuple[str, str | None, int]:
     return stripped, None, 1
 
 
-def _is_unsigned_int(number: str) -> bool:
-    return number.isascii() and number.isdigit()
+U64_MAX: Final = 2**64 - 1
+
+
+def _rust_u64(number: str) -> int | None:
+    """``number`` as Rust's ``str::parse::<u64>`` reads it (one optional leading ``+``, ASCII digits, no
+    overflow), or None where that parse fails and the daemon's fallback applies (config.rs parse_size /
+    parse_duration)."""
+    digits = number.removeprefix("+")
+    if not (digits.isascii() and digits.isdigit()):
+        return None
+    value = int(digits)
+    return value if value <= U64_MAX else None
 
 
 def parse_size(text: str) -> int:
     """Bytes for a size string (``"14GiB"``, ``"512 MiB"``, ``"5GB"``, ``"1073741824"``).
 
-    Only a non-negative integer may stand before the suffix, and the suffixes are
-    case-sensitive, exactly as the daemon reads them; anything else raises UnitError.
+    Only a non-negative integer (a leading ``+`` allowed, as Rust's u64 parser allows it) may stand
+    before the suffix, and the suffixes are case-sensitive, exactly as the daemon reads them;
+    anything else raises UnitError.
     """
     number, suffix, multiplier = _split_size(text)
-    if _is_unsigned_int(number):
-        return int(number) * multiplier
+    value = _rust_u64(number)
+    if value is not None:
+        return value * multiplier
     units = ", ".join(s for s, _ in SIZE_SUFFIXES)
     if suffix is None:
         raise UnitError(
@@ -64,8 +76,9 @@ def parse_size(text: str) -> int:
 def daemon_size(text: str) -> int:
     """What the real daemon makes of a size string, fallbacks included (never raises)."""
     number, suffix, multiplier = _split_size(text)
-    if _is_unsigned_int(number):
-        return int(number) * multiplier
+    value = _rust_u64(number)
+    if value is not None:
+        return value * multiplier
     if suffix is None:
         return _DAEMON_BARE_FALLBACK
     return _DAEMON_SIZE_FALLBACK[suffix]
@@ -83,8 +96,9 @@ def _split_duration(text: str) -> tuple[str, int]:
 def parse_duration(text: str) -> int:
     """Seconds for a duration string: ``"5m"`` (minutes), ``"30s"`` (seconds) or a bare integer of seconds."""
     number, multiplier = _split_duration(text)
-    if _is_unsigned_int(number):
-        return int(number) * multiplier
+    value = _rust_u64(number)
+    if value is not None:
+        return value * multiplier
     raise UnitError(
         f"{text!r} is not a duration: use a whole number followed by 'm' (minutes) or 's' (seconds), "
         f"or a bare number of seconds; the daemon would read it as {daemon_duration(text)} s"
@@ -94,8 +108,9 @@ def parse_duration(text: str) -> int:
 def daemon_duration(text: str) -> int:
     """What the real daemon makes of a duration string, fallbacks included (never raises)."""
     number, multiplier = _split_duration(text)
-    if _is_unsigned_int(number):
-        return int(number) * multiplier
+    value = _rust_u64(number)
+    if value is not None:
+        return value * multiplier
     return 5 * 60 if multiplier == 60 else _DAEMON_DURATION_FALLBACK
 
 

@@ -9,7 +9,16 @@ from cuzktui.units import GiB, MiB, UnitError, daemon_duration, daemon_size, for
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("14GiB", 14 * GiB), (" 512 MiB ", 512 * MiB), ("5GB", 5 * 10**9), ("7MB", 7 * 10**6), ("1024", 1024)],
+    [
+        ("14GiB", 14 * GiB),
+        (" 512 MiB ", 512 * MiB),
+        ("5GB", 5 * 10**9),
+        ("7MB", 7 * 10**6),
+        ("1024", 1024),
+        # Rust's u64 parser (config.rs parse_size) accepts one leading "+".
+        ("+5GiB", 5 * GiB),
+        ("+1024", 1024),
+    ],
 )
 def test_valid_sizes(text: str, expected: int) -> None:
     assert parse_size(text) == expected == daemon_size(text)
@@ -17,7 +26,19 @@ def test_valid_sizes(text: str, expected: int) -> None:
 
 @pytest.mark.parametrize(
     ("text", "daemon_reads"),
-    [("1.5GiB", 50 * GiB), ("5gib", 50 * GiB), ("1TiB", 50 * GiB), ("x MiB", 0), ("-1GiB", 50 * GiB)],
+    [
+        ("1.5GiB", 50 * GiB),
+        ("5gib", 50 * GiB),
+        ("1TiB", 50 * GiB),
+        ("x MiB", 0),
+        ("-1GiB", 50 * GiB),
+        ("++5GiB", 50 * GiB),
+        ("+GiB", 50 * GiB),
+        ("+ 5GiB", 50 * GiB),
+        # Above u64::MAX the parse overflows and the fallback applies.
+        (f"{2**64}GiB", 50 * GiB),
+        (str(2**64), 50 * GiB),
+    ],
 )
 def test_sizes_the_daemon_would_silently_misread_are_rejected(text: str, daemon_reads: int) -> None:
     assert daemon_size(text) == daemon_reads
@@ -25,7 +46,7 @@ def test_sizes_the_daemon_would_silently_misread_are_rejected(text: str, daemon_
         parse_size(text)
 
 
-@pytest.mark.parametrize(("text", "seconds"), [("5m", 300), ("30s", 30), ("45", 45)])
+@pytest.mark.parametrize(("text", "seconds"), [("5m", 300), ("30s", 30), ("45", 45), ("+2m", 120), ("+7", 7)])
 def test_valid_durations(text: str, seconds: int) -> None:
     assert parse_duration(text) == seconds == daemon_duration(text)
 

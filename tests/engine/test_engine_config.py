@@ -167,9 +167,9 @@ def test_deprecated_keys_are_accepted_and_reported() -> None:
         ('[pipeline]\nmax_parallel_synthesis = "18"\n', "pipeline.max_parallel_synthesis: must be an integer, got"),
         (
             "[pipeline]\nmax_parallel_synthesis = -1\n",
-            "pipeline.max_parallel_synthesis: must be an integer ≥ 0, got -1",
+            "pipeline.max_parallel_synthesis: must be an integer ≥ 0 and ≤ 4294967295, got -1",
         ),
-        ("[gpus]\ndevices = [0, -1]\n", "gpus.devices: must hold integers ≥ 0, got -1"),
+        ("[gpus]\ndevices = [0, -1]\n", "gpus.devices: must hold integers ≥ 0 and ≤ 4294967295, got -1"),
         ('[gpus]\ndevices = [0, "1"]\n', "gpus.devices: must be an array of integers, got array"),
         ('[pipeline]\nenabled = "yes"\n', "pipeline.enabled: must be true or false, got string 'yes'"),
         ("[engine]\ntime_scale = 0\n", "engine.time_scale: must be a number > 0, got 0"),
@@ -182,7 +182,10 @@ def test_deprecated_keys_are_accepted_and_reported() -> None:
         ('[logging]\nlevel = "info,x=loud"\n', "logging.level: 'x=loud': 'loud' is not a level"),
         ('[srs]\nparam_cache = ""\n', "srs.param_cache: must name a directory"),
         # Deprecated and inert keys are ignored, but their types are still the daemon's.
-        ("[synthesis]\npartition_workers = -1\n", "synthesis.partition_workers: must be an integer ≥ 0, got -1"),
+        (
+            "[synthesis]\npartition_workers = -1\n",
+            "synthesis.partition_workers: must be an integer ≥ 0 and ≤ 4294967295, got -1",
+        ),
         ('[srs]\npreload = "porep-32g"\n', "srs.preload: must be an array of strings, got string"),
         ("[logging]\nformat = 1\n", "logging.format: must be a string, got integer 1"),
     ],
@@ -212,7 +215,10 @@ def run_engine(*args: str, env: dict[str, str] | None = None, timeout: float = 2
             "pipeline.max_parallel_synthesis: must be an integer, got float 1.5",
         ),
         ('[memory]\ntotal_budget = "1.5GiB"\n', "memory.total_budget: '1.5GiB': only a whole number may stand before"),
-        ("[gpus]\ngpu_workers_per_device = -2\n", "gpus.gpu_workers_per_device: must be an integer ≥ 0, got -2"),
+        (
+            "[gpus]\ngpu_workers_per_device = -2\n",
+            "gpus.gpu_workers_per_device: must be an integer ≥ 0 and ≤ 4294967295, got -2",
+        ),
     ],
     ids=["wrong-type", "bad-unit", "negative-count"],
 )
