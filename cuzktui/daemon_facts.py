@@ -36,6 +36,7 @@ class KindFacts:
     abc_release: int  # bytes released when the GPU prove starts
     srs_bytes: int  # SRS size (pinned host memory, charged to the budget)
     pce_bytes: int  # PCE in-memory size (charged once extracted)
+    title: str  # how operators and upstream's docs name the kind in prose
     proof_bytes_per_partition: int = 192
 
     @property
@@ -46,23 +47,34 @@ class KindFacts:
     def finalize_release(self) -> int:
         return self.full_reservation - self.abc_release
 
+    @property
+    def budget_floor(self) -> int:
+        """The smallest pipeline-mode ``total_budget`` that can ever prove this kind.
+
+        The SRS file size is acquired from the budget before the first partition and stays charged
+        for as long as any proof holds the SRS (srs_manager.rs ensure_loaded / evict: evictable only
+        when idle); each partition then acquires its reservation (memory.rs proof_kind_full_bytes,
+        engine.rs synthesis dispatch). Below this sum the acquire waits forever.
+        """
+        return self.srs_bytes + self.full_reservation
+
 
 KINDS: Final[dict[ProofKind, KindFacts]] = {
     ProofKind.POREP_SEAL_COMMIT: KindFacts(
         ProofKind.POREP_SEAL_COMMIT, "porep", "porep-c2", "porep_c2", "porep-32g", 10, 14 * GiB, 13 * GiB,
-        44 * GiB, 25 * GiB + 700 * MiB,
+        44 * GiB, 25 * GiB + 700 * MiB, "PoRep",
     ),
     ProofKind.SNAP_DEALS_UPDATE: KindFacts(
         ProofKind.SNAP_DEALS_UPDATE, "snap", "snap-update", "snap_update", "snap-32g", 16, 9 * GiB, 8 * GiB,
-        33 * GiB, 17 * GiB,
+        33 * GiB, 17 * GiB, "SnapDeals",
     ),
     ProofKind.WINDOW_POST_PARTITION: KindFacts(
         ProofKind.WINDOW_POST_PARTITION, "wpost", "window-post", "window_post", "wpost-32g", 1, 14 * GiB, 13 * GiB,
-        57 * GiB, 26 * GiB,
+        57 * GiB, 26 * GiB, "WindowPoSt",
     ),
     ProofKind.WINNING_POST: KindFacts(
         ProofKind.WINNING_POST, "winning", "winning-post", "winning_post", "winning-32g", 1, GiB // 2, GiB // 4,
-        184 * MiB, 400 * MiB,
+        184 * MiB, 400 * MiB, "WinningPoSt",
     ),
 }  # fmt: skip
 

@@ -19,12 +19,12 @@ import difflib
 import ipaddress
 import math
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Final
 
-from .daemon_facts import DEFAULT_MAX_PARALLEL_SYNTHESIS, PARTITION_BUDGET_UNIT
+from .daemon_facts import DEFAULT_MAX_PARALLEL_SYNTHESIS, KINDS, KindFacts
 from .units import UnitError, format_size, parse_duration, parse_size
 
 # A value as it appears in (or is written to) a TOML file.
@@ -696,20 +696,78 @@ def _budget_problems(k: Knob, text: str) -> list[Problem]:
     if text == "auto":
         return []
     try:
-        size = parse_size(text)
+        parse_size(text)
     except UnitError as exc:
         hint = " (write exactly 'auto', lower case)" if text.strip().lower() == "auto" else ""
         return [Problem(Severity.ERROR, k.name, f"{exc}{hint}")]
-    if size < PARTITION_BUDGET_UNIT:
+    return []  # whether the size can prove anything depends on pipeline.enabled: see budget_problems
+
+
+def _floor_text(kind: KindFacts) -> str:
+    return (
+        f"{kind.title} {format_size(kind.budget_floor)} (SRS {format_size(kind.srs_bytes)} + "
+        f"{format_size(kind.full_reservation)} per partition)"
+    )
+
+
+def budget_floor_problem(budget_bytes: int) -> Problem | None:
+    """What a pipeline-mode budget of ``budget_bytes`` can never prove (:attr:`KindFacts.budget_floor`).
+
+    Below every kind's floor nothing is ever proved: an error, because the dispatcher's acquire
+    (memory.rs MemoryBudget::acquire) then waits forever and says nothing unless a single request
+    exceeds the whole budget. Below some floors the kinds that can never be proved are named.
+    """
+    kinds = sorted(KINDS.values(), key=lambda kind: kind.budget_floor)
+    stuck = [kind for kind in kinds if budget_bytes < kind.budget_floor]
+    if not stuck:
+        return None
+    size = format_size(budget_bytes)
+    floors = "; ".join(_floor_text(kind) for kind in stuck)
+    why = (
+        "the SRS stays charged to the budget while it is in use and every partition then needs its "
+        "reservation, so the dispatcher would wait for memory forever, silently"
+    )
+    if len(stuck) == len(kinds):
+        return Problem(
+            Severity.ERROR, "memory.total_budget", f"{size} is below every proof kind's floor ({floors}): {why}"
+        )
+    names = ", ".join(kind.title for kind in stuck)
+    return Problem(Severity.WARNING, "memory.total_budget", f"{size} can never prove {names} (floors: {floors}): {why}")
+
+
+# Knobs read only by the partitioned pipeline: with pipeline.enabled = false they change nothing
+# (engine.rs Engine::start: the synthesis workers and the dispatch pacer exist only in pipeline
+# mode; the GPU worker count per device is forced to 1 outside it).
+MONOLITHIC_INERT: Final[Mapping[str, str]] = {
+    "pipeline.max_parallel_synthesis": "monolithic mode has no partition synthesis workers",
+    "pipeline.max_gpu_queue_depth": "monolithic mode has no dispatch pacer",
+    "gpus.gpu_workers_per_device": "monolithic mode runs exactly 1 GPU worker per device",
+}
+
+
+def budget_problems(values: Mapping[str, Any], present: Collection[str]) -> list[Problem]:
+    """Problems that depend on several knobs: budget floors (pipeline mode only: the monolithic path
+    reserves no budget) and the knobs monolithic mode ignores (for the names in ``present``).
+
+    ``values`` maps ``"section.key"`` to effective values (unset ones may be missing: defaults apply);
+    an ``"auto"`` budget depends on the machine and is judged by memcheck.
+    """
+    enabled = values.get("pipeline.enabled", True)
+    if enabled is False:
         return [
-            Problem(
-                Severity.WARNING,
-                k.name,
-                f"{format_size(size)} is less than one PoRep partition's {format_size(PARTITION_BUDGET_UNIT)} "
-                "reservation: such proofs would wait for memory forever",
-            )
+            Problem(Severity.WARNING, name, f"has no effect with pipeline.enabled = false: {why}")
+            for name, why in MONOLITHIC_INERT.items()
+            if name in present
         ]
-    return []
+    budget = values.get("memory.total_budget", "auto")
+    if not isinstance(budget, str) or budget == "auto":
+        return []
+    try:
+        size = parse_size(budget)
+    except UnitError:
+        return []  # reported as the value's own error
+    problem = budget_floor_problem(size)
+    return [] if problem is None else [problem]
 
 
 def _value_problems(k: Knob, value: object) -> list[Problem]:
@@ -765,6 +823,9 @@ def validate_document(doc: Mapping[str, Any]) -> list[Problem]:
         for k in knobs:
             if k.key in table:
                 problems.extend(validate_value(k, table[k.key]))
+    values = {f"{section}.{key}": value for section, table in doc.items() if isinstance(table, Mapping)
+              for key, value in table.items()}  # fmt: skip
+    problems.extend(budget_problems(values, values))
     memory = doc.get("memory")
     if isinstance(memory, Mapping) and "safety_margin" in memory and memory.get("total_budget", "auto") != "auto":
         problems.append(

@@ -29,9 +29,31 @@ def _write(tmp_path: Path, text: str) -> Path:
 
 
 def test_check_clean_file_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = _write(tmp_path, '[memory]\ntotal_budget = "64GiB"\n')
+    path = _write(tmp_path, '[memory]\ntotal_budget = "80GiB"\n')
     assert main(["config", "check", str(path)]) == 0
     assert capsys.readouterr().out == f"{path}: ok\n"
+
+
+def test_check_budget_below_every_floor_fails_and_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, '[memory]\ntotal_budget = "512MiB"\n')
+    assert main(["config", "check", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "memory.total_budget: 512 MiB is below every proof kind's floor" in out
+    assert "wait for memory forever" in out
+
+
+def test_check_budget_below_some_floors_names_the_kinds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, '[memory]\ntotal_budget = "64GiB"\n')
+    assert main(["config", "check", str(path)]) == 0
+    assert "64 GiB can never prove WindowPoSt" in capsys.readouterr().out
+
+
+def test_check_monolithic_mode_gives_no_budget_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, '[memory]\ntotal_budget = "8GiB"\n[pipeline]\nenabled = false\nmax_gpu_queue_depth = 8\n')
+    assert main(["config", "check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "total_budget" not in out
+    assert "pipeline.max_gpu_queue_depth: has no effect with pipeline.enabled = false" in out
 
 
 def test_check_warnings_alone_exit_0_and_name_file_and_key(cfg: Path, capsys: pytest.CaptureFixture[str]) -> None:

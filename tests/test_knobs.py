@@ -10,21 +10,25 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cuzktui.daemon_facts import KINDS
 from cuzktui.knobs import (
     KNOBS,
     KNOBS_BY_NAME,
+    MONOLITHIC_INERT,
     SECTIONS,
     Knob,
     KnobType,
     KnobValueError,
     Severity,
     Status,
+    budget_problems,
     knob,
     knobs_by_section,
     parse_cli_value,
     validate_document,
     validate_value,
 )
+from cuzktui.units import GiB
 
 # Reference §3: every key, its status and the daemon's default, exactly.
 EXPECTED: dict[str, tuple[Status, Any]] = {
@@ -235,7 +239,6 @@ def test_valid_values_raise_nothing(name: str, value: Any) -> None:
         ("daemon.listen", "[::]:9820", "every interface"),
         ("daemon.status_listen", "0.0.0.0:9821", "every interface"),
         ("daemon.listen", "unix://run/cuzk.sock", "relative"),
-        ("memory.total_budget", "8GiB", "wait for memory forever"),
         ("logging.level", "verbose", "logs only that target, nothing else"),
         ("synthesis.partition_workers", 12, "deprecated"),
         ("srs.preload", ["porep-32g"], "deprecated"),
@@ -291,6 +294,52 @@ def test_safety_margin_without_auto_budget_is_pointed_out() -> None:
     (problem,) = validate_document({"memory": {"total_budget": "100GiB", "safety_margin": "10GiB"}})
     assert (problem.severity, problem.key) == (Severity.INFO, "memory.safety_margin")
     assert validate_document({"memory": {"safety_margin": "10GiB"}}) == []
+
+
+# Floors from the fact table (SRS + one partition's reservation), as upstream charges them.
+@pytest.mark.parametrize(
+    ("budget", "severity", "fragment"),
+    [
+        ("500MiB", Severity.ERROR, "below every proof kind's floor"),
+        ("30GiB", Severity.WARNING, "can never prove SnapDeals, PoRep, WindowPoSt"),
+        ("41GiB", Severity.WARNING, "can never prove SnapDeals, PoRep, WindowPoSt"),
+        ("42GiB", Severity.WARNING, "can never prove PoRep, WindowPoSt"),
+        ("57GiB", Severity.WARNING, "can never prove PoRep, WindowPoSt"),
+        ("58GiB", Severity.WARNING, "can never prove WindowPoSt (floors: WindowPoSt 71 GiB (SRS 57 GiB + 14 GiB"),
+        ("70GiB", Severity.WARNING, "can never prove WindowPoSt"),
+    ],
+)
+def test_budgets_below_a_kinds_floor_name_what_can_never_be_proved(
+    budget: str, severity: Severity, fragment: str
+) -> None:
+    (problem,) = validate_document({"memory": {"total_budget": budget}})
+    assert problem.key == "memory.total_budget" and problem.severity is severity
+    assert fragment in problem.message and "wait for memory forever" in problem.message
+
+
+def test_floors_follow_srs_plus_one_reservation() -> None:
+    assert [k.budget_floor // GiB for k in KINDS.values() if k.budget_floor >= GiB] == [58, 42, 71]
+    assert validate_document({"memory": {"total_budget": "71GiB"}}) == []
+    assert validate_document({"memory": {"total_budget": "auto"}}) == []  # machine-dependent: memcheck's job
+
+
+def test_monolithic_mode_reserves_no_budget_and_marks_pipeline_knobs_inert() -> None:
+    doc = {
+        "memory": {"total_budget": "8GiB"},
+        "pipeline": {"enabled": False, "max_parallel_synthesis": 12, "max_gpu_queue_depth": 8},
+        "gpus": {"gpu_workers_per_device": 2, "gpu_threads": 8},
+    }
+    problems = validate_document(doc)
+    assert [(p.key, p.severity) for p in problems] == [
+        ("pipeline.max_parallel_synthesis", Severity.WARNING),
+        ("pipeline.max_gpu_queue_depth", Severity.WARNING),
+        ("gpus.gpu_workers_per_device", Severity.WARNING),
+    ]
+    assert all("no effect with pipeline.enabled = false" in p.message for p in problems)
+    assert "1 GPU worker per device" in problems[2].message
+    # Left at their defaults they are not reported by config check; the form asks for all of them.
+    assert validate_document({"pipeline": {"enabled": False}}) == []
+    assert {p.key for p in budget_problems({"pipeline.enabled": False}, MONOLITHIC_INERT)} == set(MONOLITHIC_INERT)
 
 
 def test_empty_document_is_clean() -> None:

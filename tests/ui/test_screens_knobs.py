@@ -59,6 +59,28 @@ async def test_invalid_value_shows_the_reason_as_typed_and_blocks_apply() -> Non
         assert not problem.has_class("-error")
 
 
+async def test_budget_floors_and_monolithic_mode_show_as_config_check_says() -> None:
+    fake = FakeController(config=RUNNING)
+    app = make_app(fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        budget = screen.field("memory.total_budget")
+        problem = budget.query_one(".knob--problem", Static)
+        budget.query_one(Input).value = "64GiB"
+        await pilot.pause()
+        assert problem.has_class("-warning") and "can never prove WindowPoSt" in str(problem.render())
+        budget.query_one(Input).value = "512MiB"
+        await pilot.pause()
+        assert problem.has_class("-error") and "below every proof kind's floor" in str(problem.render())
+        # Monolithic mode reserves no budget: the floor goes, the pipeline-only knobs are marked inert.
+        screen.field("pipeline.enabled").query_one(Switch).value = False
+        await pilot.pause()
+        assert not problem.has_class("-error") and not problem.has_class("-warning")
+        for name in ("pipeline.max_parallel_synthesis", "pipeline.max_gpu_queue_depth", "gpus.gpu_workers_per_device"):
+            line = screen.field(name).query_one(".knob--problem", Static)
+            assert "no effect with pipeline.enabled = false" in str(line.render())
+
+
 async def test_apply_confirms_then_sends_only_changed_keys() -> None:
     fake = FakeController(config=RUNNING)
     fake.model.apply(ev.DaemonLaunched(T0, "engine", 1, ("cuzk-engine",), None, "127.0.0.1:9820", None))

@@ -11,7 +11,7 @@ as 50 GiB).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -29,12 +29,14 @@ from ...figures import apply_stage
 from ...knobs import (
     KNOBS_BY_NAME,
     LEVELS,
+    MONOLITHIC_INERT,
     Knob,
     KnobType,
     KnobValueError,
     Problem,
     Severity,
     Status,
+    budget_problems,
     knobs_by_section,
     parse_cli_value,
     validate_value,
@@ -149,14 +151,15 @@ class KnobField(Vertical):
             self.query_one(Input).value = value_text(value)
         self.check()
 
-    def check(self) -> list[Problem]:
-        """Validate the current value and show the first problem under the field."""
+    def check(self, context: Sequence[Problem] = ()) -> list[Problem]:
+        """Validate the current value and show the first problem under the field; ``context`` holds
+        this knob's problems that come from other knobs (budget floors, monolithic mode)."""
         try:
             value = self.value()
         except KnobValueError as exc:
             problems = [Problem(Severity.ERROR, self.knob.name, str(exc).removeprefix(f"{self.knob.name}: "))]
         else:
-            problems = [] if value is None else validate_value(self.knob, value)
+            problems = [] if value is None else [*validate_value(self.knob, value), *context]
         # The badge already says an ignored knob is ignored; repeat only real errors for those.
         ignored = self.knob.status in (Status.DEPRECATED, Status.INERT)
         self.problems = [
@@ -275,14 +278,28 @@ class KnobsScreen(Screen[None]):
 
     @on(Input.Changed)
     @on(Switch.Changed)
-    def _edited(self, event: Input.Changed | Switch.Changed) -> None:
-        for ancestor in event.control.ancestors:
-            if isinstance(ancestor, KnobField):
-                ancestor.check()
-                break
+    def _edited(self) -> None:
         self._show_changes()
 
+    def _check_fields(self) -> None:
+        """Check every field, with the problems one knob causes in another (a budget below a kind's
+        floor, knobs monolithic mode ignores), as ``config check`` reports them."""
+        values: dict[str, Any] = {}
+        for f in self.fields:
+            try:
+                value = f.value()
+            except KnobValueError:
+                continue
+            if value is not None:
+                values[f.knob.name] = value
+        context: dict[str, list[Problem]] = {}
+        for problem in budget_problems(values, MONOLITHIC_INERT):
+            context.setdefault(problem.key, []).append(problem)
+        for f in self.fields:
+            f.check(context.get(f.knob.name, ()))
+
     def _show_changes(self) -> None:
+        self._check_fields()
         changes = self.changes()
         lines = Text()
         for f in self.fields:
