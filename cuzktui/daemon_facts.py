@@ -89,6 +89,8 @@ PARTITION_BUDGET_UNIT: Final = 14 * GiB
 DEFAULT_MAX_PARALLEL_SYNTHESIS: Final = 18
 # /status reports synthesis.max_concurrent as budget // 9 GiB (unrelated to the configured limit).
 STATUS_MAX_CONCURRENT_UNIT: Final = 9 * GiB
+# config.rs PipelineConfig::max_gpu_queue_depth: 0 = no pacing (the default), "8 = recommended starting point".
+SUGGESTED_GPU_QUEUE_DEPTH: Final = 8
 PCE_EXTRACTION_TRANSIENT: Final = 14 * GiB
 
 # Measured resident memory (reference §3.10, §6.2): peak RSS ≈ 69 GiB + 20 GiB per concurrent
@@ -106,6 +108,26 @@ DEFAULT_SAFETY_MARGIN: Final = 5 * GiB
 POREP_PARTITION_SYNTH_S: Final = 29.0  # one partition with the cores to itself
 POREP_PARTITION_GPU_S: Final = 3.0  # per partition under the per-GPU mutex
 SRS_LOAD_BYTES_PER_S: Final = 3 * GiB  # ≈ 15 s for the 44 GiB PoRep SRS, cold
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerCap:
+    """Which bound sets the synthesis worker count (engine.rs: max(2, min(budget / 14 GiB, max_parallel)))."""
+
+    workers: int
+    budget_workers: int
+    max_parallel: int
+
+    @property
+    def budget_is_cap(self) -> bool:
+        return self.budget_workers <= self.max_parallel
+
+
+def worker_cap(budget_bytes: int, max_parallel_synthesis: int) -> WorkerCap:
+    """The daemon's synthesis worker count for a budget and ``pipeline.max_parallel_synthesis`` (0 = 18)."""
+    max_parallel = max_parallel_synthesis or DEFAULT_MAX_PARALLEL_SYNTHESIS
+    budget_workers = budget_bytes // PARTITION_BUDGET_UNIT
+    return WorkerCap(max(2, min(budget_workers, max_parallel)), budget_workers, max_parallel)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from .daemon_facts import (
     MEASURED_BASE_RSS,
     MEASURED_RSS_PER_PARTITION,
     PARTITION_BUDGET_UNIT,
+    SUGGESTED_GPU_QUEUE_DEPTH,
     ProofKind,
     partitions_that_fit,
     peak_rss_estimate,
@@ -51,7 +52,6 @@ PINNED_ABC_PER_PARTITION: Final = 3 * 4_168_923_808
 # Partitions per GPU at which synthesis keeps a GPU busy enough for a second worker (§3.10).
 GPU_BUSY_PARTITIONS: Final = 10
 RECOMMENDED_GPU_THREADS: Final = 32
-RECOMMENDED_QUEUE_DEPTH: Final = 8
 # Cores one partition synthesis should have at least: the source's best value, 18 syntheses
 # on a 64-core host, is ~3.6 cores each; fewer only adds contention.
 CORES_PER_SYNTHESIS: Final = 4
@@ -144,7 +144,7 @@ def recommend(effective_ram_bytes: int, cpus: int, gpus: int) -> list[Recommenda
         if busy
         else f"< {GPU_BUSY_PARTITIONS}: the GPU waits for synthesis, a second worker gains nothing"
     )
-    queue = min(RECOMMENDED_QUEUE_DEPTH, parallel) if busy else 0
+    queue = min(SUGGESTED_GPU_QUEUE_DEPTH, parallel) if busy else 0
     queue_reason = (
         f"synthesis outpaces the GPU; pacing to about {queue} waiting partitions keeps fewer "
         f"synthesized partitions (~16 GiB RSS each) parked in RAM (docs: 8 is a good start)"

@@ -119,7 +119,7 @@ class DashboardScreen(Screen[None]):
         self.query_one("#daemon", Panel).show(daemon_content(model, self.controller.identity))
         self.query_one("#pipeline", Panel).show(pipeline_content(model))
         self.query_one("#notices", Panel).show(notices_content(model, NOTICE_LINES))
-        self.query_one("#hints", Panel).show(hints_content(model))
+        self.query_one("#hints", Panel).show(hints_content(model, self.controller.config_values()))
         seen = (id(model), model.memory_version)
         if seen != self._memory_seen:
             self._memory_seen = seen

@@ -8,10 +8,14 @@ model always shows the same thing.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from textual.content import Content
 from textual.widgets import Static
 
 from ... import events as ev
+from ...advice import knob_hints
 from ...controller import Identity
 from ...figures import bench_per_hour, proof_counts, session_rate
 from ...model import SessionModel
@@ -176,42 +180,8 @@ def pipeline_content(model: SessionModel) -> Content:
     return Content.assemble(*parts)
 
 
-def knob_hints(model: SessionModel) -> list[str]:
-    """What the numbers suggest turning next (the dashboard's purpose: pick the next knob)."""
-    hints = []
-    limit = model.cgroup_limit.last()
-    budget = model.budget_total.last()
-    rss_peak = model.rss.peak()
-    if model.oom_kills:
-        hints.append(
-            "OOM-killed: cuzk ignores the cgroup limit; set memory.total_budget below it "
-            "or lower synthesis.max_parallel_synthesis"
-        )
-    elif limit and rss_peak and rss_peak > 0.9 * limit[1]:
-        hints.append(
-            f"RSS peaked at {rss_peak / limit[1]:.0%} of the cgroup limit: "
-            "lower max_parallel_synthesis or pipeline.max_gpu_queue_depth"
-        )
-    if limit and budget and budget[1] > limit[1]:
-        hints.append(
-            f"budget {format_size(budget[1])} exceeds the cgroup limit {format_size(limit[1])}: "
-            "set memory.total_budget explicitly"
-        )
-    status = model.status
-    if status is not None and status.gpu_workers_total:
-        cap = model.daemon.synth_worker_count
-        if status.partitions_waiting_gpu > 2 * status.gpu_workers_total:
-            hints.append(
-                "GPU is the bottleneck: more synthesis only parks partitions in RAM; "
-                "lower max_gpu_queue_depth to save memory"
-            )
-        elif status.gpu_workers_busy < status.gpu_workers_total and cap and status.synthesizing >= cap:
-            hints.append("GPU starved by synthesis: raise max_parallel_synthesis if memory allows")
-    return hints
-
-
-def hints_content(model: SessionModel) -> Content:
-    hints = knob_hints(model)
+def hints_content(model: SessionModel, config: Mapping[str, Any]) -> Content:
+    hints = knob_hints(model, config)
     if not hints:
         return Content.styled("Next knob: nothing stands out", "dim")
     parts: list[Part] = []
