@@ -38,7 +38,7 @@ from .controller import BenchRequest, ControllerError, Identity, ReplayClock
 from .knobs import Severity
 from .local import LocalQueries
 from .model import SessionModel
-from .planner import gather_report
+from .planner import memcheck_for
 from .recording import DaemonRecorder
 from .session import SessionFollower, SessionWriter, list_sessions
 from .supervisor import DaemonProgram, DaemonStartError, Supervisor, SupervisorError, free_loopback_port
@@ -274,12 +274,17 @@ class LiveController(LocalQueries):
             self._notice("error", f"could not attach to {target.address}: {error}")
 
     async def _record_memcheck(self) -> None:
-        report = await asyncio.to_thread(gather_report)
+        # For the engine, the box it emulates (its RAM, its cgroup): this host's figures do not apply.
+        program, supervisor = self.options.program, self.supervisor
+        report = await asyncio.to_thread(
+            memcheck_for,
+            self.config_values(),
+            engine=program is not None and program.mode == "engine",
+            memory_limit_bytes=supervisor.memory_limit if supervisor is not None else None,
+            cgroup_path=str(supervisor.cgroup.path) if supervisor is not None and supervisor.cgroup else None,
+        )
         if self.session is not None:
             self.session.write_meta({"memcheck": report.to_json()})
-        program = self.options.program
-        if program is not None and program.mode == "engine":
-            return  # the engine emulates another box: this machine's memory warnings do not apply to it
         for warning in report.warnings:
             self._notice("warning", warning)
 

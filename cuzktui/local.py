@@ -8,21 +8,34 @@ from typing import Any, Protocol
 
 from . import session
 from .comparison import SessionSummary, summarize
-from .planner import MemcheckReport, gather_report
+from .controller import Identity
+from .model import SessionModel
+from .planner import MemcheckReport, memcheck_for
 from .session import SessionInfo
 
 
 class _Configured(Protocol):
+    model: SessionModel
+
     def config_values(self) -> dict[str, Any]: ...
+
+    @property
+    def identity(self) -> Identity: ...
 
 
 class LocalQueries:
     """Mixed into the controllers: the Controller protocol's machine and session-file methods."""
 
     def memcheck_report(self: _Configured) -> MemcheckReport:
-        # The listen address decides the "exposed" warning: the running config's, when there is one.
-        listen = self.config_values().get("daemon.listen")
-        return gather_report(listen_addresses=[listen] if isinstance(listen, str) else [])
+        # The running config decides the margin, the budget judged and the "exposed" warning; an
+        # engine is described as the box it emulates (its RAM, the cgroup the tool made for it).
+        daemon = self.model.daemon
+        return memcheck_for(
+            self.config_values(),
+            engine=self.identity.mode == "engine",
+            memory_limit_bytes=daemon.memory_limit_bytes,
+            cgroup_path=daemon.cgroup_path,
+        )
 
     def list_sessions(self, root: Path | None = None) -> list[SessionInfo]:
         return session.list_sessions(root)

@@ -102,6 +102,7 @@ class DaemonState:
     log_path: str | None = None
     status_url: str | None = None
     memory_limit_bytes: int | None = None
+    cgroup_path: str | None = None  # the memory cgroup the tool made for it
     memory_scale: float | None = None  # the engine's real bytes per nominal byte
     launched_t: float | None = None
     ready_t: float | None = None
@@ -331,6 +332,7 @@ class SessionModel:
                 log_path=event.log_path,
                 status_url=event.status_url,
                 memory_limit_bytes=event.memory_limit_bytes,
+                cgroup_path=event.cgroup_path,
                 memory_scale=event.memory_scale,
                 launched_t=event.t,
                 runs=runs,

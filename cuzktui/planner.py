@@ -1,6 +1,6 @@
 """What this machine can really give the daemon, and the knob values that follow from it.
 
-The daemon's own sizing (``total_budget = "auto"`` = MemTotal − 5 GiB) ignores the cgroup
+The daemon's own sizing (``total_budget = "auto"`` = MemTotal − safety_margin) ignores the cgroup
 limit of a container and budgets *reservations* (14 GiB per PoRep partition), while the kernel
 kills on *RSS* (≈ 69 GiB + 20 GiB per concurrent partition, daemon_facts). The memcheck report
 puts the two side by side; :func:`cgroup_aware_budget` is the budget that keeps the measured
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -27,9 +27,12 @@ from .daemon_facts import (
     PARTITION_BUDGET_UNIT,
     SUGGESTED_GPU_QUEUE_DEPTH,
     ProofKind,
+    nominal_bytes,
     partitions_that_fit,
     peak_rss_estimate,
+    worker_cap,
 )
+from .knobs import budget_floor_problem, knob
 from .samplers import GpuDevice, GpuSampler
 from .system import (
     CGROUP,
@@ -41,10 +44,19 @@ from .system import (
     memlock_limit,
     memory_cgroup_of,
 )
-from .units import GiB, format_size
+from .units import GiB, UnitError, daemon_size, format_size, parse_size
 
 POREP: Final = KINDS[ProofKind.POREP_SEAL_COMMIT]
 SNAP: Final = KINDS[ProofKind.SNAP_DEALS_UPDATE]
+WPOST: Final = KINDS[ProofKind.WINDOW_POST_PARTITION]
+# What stays resident (budget-charged SRS, then PCE once extracted) per kind before any partition;
+# a node proving PoRep and WindowPoSt holds both sets (~153 GiB).
+RESIDENT_KINDS: Final = (POREP, SNAP, WPOST)
+MIXED_RESIDENT: Final = sum(k.srs_bytes + k.pce_bytes for k in (POREP, WPOST))
+# Upstream's throughput figures (cuzk-project.md, the Phase 9-12 sweeps: c=20 j=15, "c=15/38.2s,
+# c=20/38.0s") were measured with 15-20 proofs in flight; 3 in flight measures latency instead.
+DOCUMENTED_BENCH_CONCURRENCY: Final = 15
+DOCUMENTED_BENCH_COUNT: Final = 20
 # What a PoRep daemon holds before any partition: its SRS and, once extracted, its PCE.
 BASE_RESERVATION: Final = POREP.srs_bytes + POREP.pce_bytes
 # One pinned PoRep partition checks out three a/b/c buffers of 4,168,923,808 bytes (§6.6).
@@ -57,16 +69,17 @@ RECOMMENDED_GPU_THREADS: Final = 32
 CORES_PER_SYNTHESIS: Final = 4
 
 
-def cgroup_aware_budget(effective_ram_bytes: int) -> int:
+def cgroup_aware_budget(effective_ram_bytes: int, margin_bytes: int = DEFAULT_SAFETY_MARGIN) -> int:
     """The ``total_budget`` that keeps the measured peak RSS under ``effective_ram_bytes``.
 
     SRS + PCE plus one 14 GiB reservation per partition that fits under the measured model
-    (69 GiB + 20 GiB per partition, 5 GiB margin), rounded up to whole GiB so it can be written
-    as ``"<N>GiB"`` exactly (the rounding is < 1 GiB, never room for another partition). Pass
+    (69 GiB + 20 GiB per partition, ``margin_bytes`` kept free), rounded up to whole GiB so it can
+    be written as ``"<N>GiB"`` exactly (the rounding is < 1 GiB, never room for another partition);
+    never more than the memory less the margin, even where SRS + PCE alone do not fit. Pass
     nominal bytes (real limit ÷ memory_scale) when the daemon is the engine.
     """
-    exact = BASE_RESERVATION + PARTITION_BUDGET_UNIT * partitions_that_fit(effective_ram_bytes)
-    return math.ceil(exact / GiB) * GiB
+    exact = BASE_RESERVATION + PARTITION_BUDGET_UNIT * partitions_that_fit(effective_ram_bytes, margin_bytes)
+    return min(math.ceil(exact / GiB), max(0, effective_ram_bytes - margin_bytes) // GiB) * GiB
 
 
 def partitions_in_budget(budget_bytes: int, kind: ProofKind) -> int:
@@ -75,9 +88,10 @@ def partitions_in_budget(budget_bytes: int, kind: ProofKind) -> int:
     return max(0, (budget_bytes - facts.srs_bytes - facts.pce_bytes) // facts.full_reservation)
 
 
-def auto_budget(host_mem_total_bytes: int) -> int:
-    """What the daemon's ``total_budget = "auto"`` gives: MemTotal − safety_margin, cgroup ignored."""
-    return host_mem_total_bytes - DEFAULT_SAFETY_MARGIN
+def auto_budget(host_mem_total_bytes: int, margin_bytes: int = DEFAULT_SAFETY_MARGIN) -> int:
+    """What the daemon's ``total_budget = "auto"`` gives: MemTotal − safety_margin, cgroup ignored
+    (config.rs MemoryConfig::resolve_total_budget, a saturating subtraction)."""
+    return max(0, host_mem_total_bytes - margin_bytes)
 
 
 # --------------------------------------------------------------------------------------------
@@ -108,11 +122,13 @@ def _tier_parallelism(ram_bytes: int) -> int | None:
     return tiers[-1].max_parallel_synthesis
 
 
-def recommend(effective_ram_bytes: int, cpus: int, gpus: int) -> list[Recommendation]:
+def recommend(
+    effective_ram_bytes: int, cpus: int, gpus: int, margin_bytes: int = DEFAULT_SAFETY_MARGIN
+) -> list[Recommendation]:
     """Knob values for a machine of this shape, each with its reasoning."""
     gpus = max(1, gpus)  # the daemon falls back to GPU 0 when it finds none
-    fit = partitions_that_fit(effective_ram_bytes)
-    budget = cgroup_aware_budget(effective_ram_bytes)
+    fit = partitions_that_fit(effective_ram_bytes, margin_bytes)
+    budget = cgroup_aware_budget(effective_ram_bytes, margin_bytes)
     ram = format_size(effective_ram_bytes)
     tier = _tier_parallelism(effective_ram_bytes)
     cpu_cap = max(1, cpus // CORES_PER_SYNTHESIS)
@@ -123,13 +139,13 @@ def recommend(effective_ram_bytes: int, cpus: int, gpus: int) -> list[Recommenda
     budget_reason = (
         f"keeps the measured peak RSS ({format_size(MEASURED_BASE_RSS)} + "
         f"{format_size(MEASURED_RSS_PER_PARTITION)} per partition = {format_size(peak_rss_estimate(fit))} "
-        f"at {fit} partitions) under {ram} with a {format_size(DEFAULT_SAFETY_MARGIN)} margin: "
+        f"at {fit} partitions) under {ram} with a {format_size(margin_bytes)} margin: "
         f"SRS + PCE {format_size(BASE_RESERVATION)} + {fit} × {format_size(PARTITION_BUDGET_UNIT)}"
     )
     if fit == 0:
         budget_reason += (
             f"; {ram} does not hold SRS + PCE and one partition under the measured model "
-            f"({format_size(peak_rss_estimate(1) + DEFAULT_SAFETY_MARGIN)} needed): expect OOM kills"
+            f"({format_size(peak_rss_estimate(1) + margin_bytes)} needed): expect OOM kills"
         )
     limits = [f"memory allows {fit}", f"{cpus} CPUs allow {cpu_cap} at {CORES_PER_SYNTHESIS} cores each"]
     if tier is not None:
@@ -183,18 +199,21 @@ def recommend(effective_ram_bytes: int, cpus: int, gpus: int) -> list[Recommenda
 
 @dataclass(frozen=True, slots=True)
 class MemcheckReport:
+    machine: str  # "this machine", or the emulated box an engine stands for
     effective_ram_bytes: int
     host_mem_total_bytes: int
     cgroup_version: int | None
     cgroup_path: str | None
     cgroup_limit_bytes: int | None
     cgroup_usage_bytes: int | None
+    safety_margin_bytes: int  # memory.safety_margin of the config checked, else the daemon's default
     auto_budget_bytes: int  # what total_budget = "auto" gives (cgroup ignored)
     recommended_budget_bytes: int  # cgroup_aware_budget(effective RAM)
     memlock_bytes: int | None  # None = unlimited
-    max_porep_partitions: int  # under the recommended budget
+    max_porep_partitions: int  # concurrent, under the recommended budget and worker count
     max_snap_partitions: int
     suggested_bench_concurrency: int
+    suggested_bench_count: int
     cpus: int
     cpu_quota: float | None
     gpus: tuple[GpuDevice, ...]
@@ -223,22 +242,33 @@ class MemcheckReport:
         )
         quota = f", cgroup quota {self.cpu_quota:g} CPUs" if self.cpu_quota is not None else ""
         gpus = "; ".join(f"{g.index}: {g.name} ({size(g.total_bytes, '? memory')})" for g in self.gpus)
+        resident = ", ".join(f"{k.title} {format_size(k.srs_bytes + k.pce_bytes)}" for k in RESIDENT_KINDS)
         return [
+            ("machine", self.machine),
             ("effective RAM", format_size(self.effective_ram_bytes)),
             ("host MemTotal", format_size(self.host_mem_total_bytes)),
             ("cgroup", cgroup),
             (
                 'budget "auto"',
-                f"{format_size(self.auto_budget_bytes)} (MemTotal − 5 GiB; the daemon ignores the cgroup)",
+                f"{format_size(self.auto_budget_bytes)} (MemTotal − safety_margin "
+                f"{format_size(self.safety_margin_bytes)}; the daemon ignores the cgroup)",
             ),
             ("budget recommended", format_size(self.recommended_budget_bytes)),
             ("memlock limit", size(self.memlock_bytes, "unlimited")),
             (
+                "resident SRS+PCE",
+                f"{resident}; PoRep + WindowPoSt on one node {format_size(MIXED_RESIDENT)}",
+            ),
+            (
                 "max partitions",
                 f"PoRep {self.max_porep_partitions}, SnapDeals {self.max_snap_partitions} "
-                "(concurrent, under the recommended budget)",
+                "(concurrent, under the recommended budget and synthesis worker count)",
             ),
-            ("bench concurrency", f"{self.suggested_bench_concurrency} PoRep proofs in flight"),
+            (
+                "bench concurrency",
+                f"{self.suggested_bench_concurrency} proofs in flight, {self.suggested_bench_count} proofs "
+                "(upstream's s/proof figures were measured at 15–20 in flight)",
+            ),
             ("CPUs", f"{self.cpus}{quota}"),
             ("GPUs", self.gpu_state + (f": {gpus}" if gpus else "")),
         ]
@@ -269,6 +299,68 @@ def _exposed(address: str) -> bool:
     return host in ("0.0.0.0", "[::]")
 
 
+@dataclass(frozen=True, slots=True)
+class EmulatedBox:
+    """The machine a cuzk-engine stands for, in its nominal bytes: memcheck describes it, never the
+    host the TUI runs on."""
+
+    mem_total_bytes: int
+    cgroup: CgroupMemory | None
+    cpus: int
+    gpus: tuple[GpuDevice, ...]
+
+
+def engine_box(
+    config: Mapping[str, Any],
+    *,
+    host_mem_total_bytes: int,
+    memory_limit_bytes: int | None = None,
+    cgroup_path: str | None = None,
+) -> EmulatedBox:
+    """The box an engine with these effective config values emulates (engine/config.py reads the
+    same ``[engine]`` knobs); ``memory_limit_bytes`` is its real cgroup limit, shown in the box's units."""
+    value = config.get("engine.memory_scale", knob("engine.memory_scale").default)
+    scale = float(value) if isinstance(value, int | float) and value > 0 else 1.0
+    mem_total = config.get("engine.mem_total")
+    total = parse_size(mem_total) if isinstance(mem_total, str) else int(nominal_bytes(host_mem_total_bytes, scale))
+    cgroup = None
+    if memory_limit_bytes is not None:
+        limit = int(nominal_bytes(memory_limit_bytes, scale))
+        cgroup = CgroupMemory(1, Path(cgroup_path or "(the engine's cgroup)"), limit, None, None)
+    gpu_memory = config.get("engine.gpu_memory")
+    gpu_bytes = parse_size(gpu_memory) if isinstance(gpu_memory, str) else None
+    gpus = config.get("engine.gpus")
+    count = gpus if isinstance(gpus, int) else 1
+    cpus = config.get("engine.cpus")
+    return EmulatedBox(
+        mem_total_bytes=total,
+        cgroup=cgroup,
+        cpus=max(1, cpus if isinstance(cpus, int) else 1),
+        gpus=tuple(GpuDevice(i, "cuzk-engine emulated GPU", gpu_bytes) for i in range(count)),
+    )
+
+
+def _configured_budget(config: Mapping[str, Any], host_mem_total_bytes: int, margin: int) -> tuple[int, str] | None:
+    """(bytes, how it was read) of the checked config's total_budget, as the daemon resolves it."""
+    budget = config.get("memory.total_budget")
+    if not isinstance(budget, str):
+        return None
+    if budget == "auto":
+        return auto_budget(host_mem_total_bytes, margin), '"auto" = MemTotal − safety_margin'
+    try:
+        return parse_size(budget), f'"{budget}"'
+    except UnitError:
+        return None  # config check reports it
+
+
+def _margin(config: Mapping[str, Any]) -> int:
+    margin = config.get("memory.safety_margin")
+    try:
+        return parse_size(margin) if isinstance(margin, str) else DEFAULT_SAFETY_MARGIN
+    except UnitError:
+        return daemon_size(str(margin))  # what the daemon would subtract; config check names the error
+
+
 def make_report(
     *,
     host_mem_total_bytes: int,
@@ -279,16 +371,25 @@ def make_report(
     gpus: Sequence[GpuDevice],
     gpu_state: str,
     listen_addresses: Sequence[str] = (),
+    config: Mapping[str, Any] | None = None,
+    machine: str = "this machine",
 ) -> MemcheckReport:
-    """The report from facts already gathered (see :func:`gather_report` for this machine)."""
+    """The report from facts already gathered (see :func:`gather_report` for this machine).
+
+    ``config`` holds the effective values of a config being checked (``"section.key"`` → value):
+    its safety_margin, total_budget and pipeline mode are judged against these facts.
+    """
+    config = config or {}
+    margin = _margin(config)
     limit = cgroup.limit_bytes if cgroup is not None else None
     effective = min(host_mem_total_bytes, limit) if limit is not None else host_mem_total_bytes
-    auto = auto_budget(host_mem_total_bytes)
-    budget = cgroup_aware_budget(effective)
+    auto = auto_budget(host_mem_total_bytes, margin)
+    budget = cgroup_aware_budget(effective, margin)
     usable_cpus = min(cpus, math.ceil(cpu_quota)) if cpu_quota is not None else cpus
-    recommendations = recommend(effective, usable_cpus, len(gpus))
+    recommendations = recommend(effective, usable_cpus, len(gpus), margin)
     parallel = next(r.value for r in recommendations if r.key == "max_parallel_synthesis")
     assert isinstance(parallel, int)
+    workers = worker_cap(budget, parallel).workers
     warnings: list[str] = []
     if limit is not None and limit < host_mem_total_bytes:
         over = f"overshoots it by {format_size(auto - limit)}" if auto > limit else "still exceeds it at peak"
@@ -304,11 +405,12 @@ def make_report(
             "back to pageable memory (slower host→GPU copies); raise it (ulimit -l unlimited, "
             "docker --ulimit memlock=-1)"
         )
-    if partitions_that_fit(effective) == 0:
+    if partitions_that_fit(effective, margin) == 0:
         warnings.append(
             f"{format_size(effective)} cannot hold a 32 GiB PoRep (SRS + PCE + one partition peaks at "
             f"{format_size(peak_rss_estimate(1))}): expect OOM kills"
         )
+    warnings += _budget_warnings(config, host_mem_total_bytes, margin, budget)
     for address in listen_addresses:
         if _exposed(address):
             warnings.append(
@@ -316,20 +418,21 @@ def make_report(
                 "bind 127.0.0.1 or a unix socket unless the network is trusted"
             )
     return MemcheckReport(
+        machine=machine,
         effective_ram_bytes=effective,
         host_mem_total_bytes=host_mem_total_bytes,
         cgroup_version=cgroup.version if cgroup is not None else None,
         cgroup_path=str(cgroup.path) if cgroup is not None else None,
         cgroup_limit_bytes=limit,
         cgroup_usage_bytes=cgroup.usage_bytes if cgroup is not None else None,
+        safety_margin_bytes=margin,
         auto_budget_bytes=auto,
         recommended_budget_bytes=budget,
         memlock_bytes=memlock_bytes,
-        max_porep_partitions=partitions_in_budget(budget, ProofKind.POREP_SEAL_COMMIT),
-        max_snap_partitions=partitions_in_budget(budget, ProofKind.SNAP_DEALS_UPDATE),
-        # Enough whole proofs in flight to keep every synthesis slot fed, plus one so the next
-        # proof's partitions are queued when the current one drains.
-        suggested_bench_concurrency=math.ceil(parallel / POREP.partitions) + 1,
+        max_porep_partitions=min(partitions_in_budget(budget, ProofKind.POREP_SEAL_COMMIT), workers),
+        max_snap_partitions=min(partitions_in_budget(budget, ProofKind.SNAP_DEALS_UPDATE), workers),
+        suggested_bench_concurrency=DOCUMENTED_BENCH_CONCURRENCY,
+        suggested_bench_count=DOCUMENTED_BENCH_COUNT,
         cpus=cpus,
         cpu_quota=cpu_quota,
         gpus=tuple(gpus),
@@ -339,15 +442,54 @@ def make_report(
     )
 
 
+def _budget_warnings(config: Mapping[str, Any], host_mem_total_bytes: int, margin: int, recommended: int) -> list[str]:
+    """The checked config's budget against each kind's floor (as ``config check`` says it, "auto"
+    resolved on this machine), and the residency of a mixed PoRep + WindowPoSt node."""
+    if config.get("pipeline.enabled", True) is False:
+        return []  # the monolithic path reserves no budget (engine.rs): no floor applies
+    configured = _configured_budget(config, host_mem_total_bytes, margin)
+    warnings: list[str] = []
+    if configured is not None:
+        problem = budget_floor_problem(configured[0])
+        if problem is not None:
+            warnings.append(f"configured total_budget {configured[1]}: {problem.message}")
+    budget = configured[0] if configured is not None else recommended
+    if WPOST.budget_floor <= budget < MIXED_RESIDENT + PARTITION_BUDGET_UNIT:
+        idle = config.get("memory.eviction_min_idle", knob("memory.eviction_min_idle").default)
+        warnings.append(
+            f"PoRep and WindowPoSt on one node keep {format_size(MIXED_RESIDENT)} resident (both SRS and PCE) "
+            f"before any partition; a {format_size(budget)} budget cannot hold both, so a WindowPoSt waits until "
+            f"PoRep's SRS has sat idle for memory.eviction_min_idle ({idle}) and is evicted (reloaded on the next "
+            'PoRep): on a mixed node lower eviction_min_idle (e.g. "30s") or prove WindowPoSt elsewhere'
+        )
+    return warnings
+
+
 def gather_report(
     *,
     pid: int | str = "self",
     proc_root: Path = PROC,
     cgroup_root: Path = CGROUP,
     listen_addresses: Sequence[str] = (),
+    config: Mapping[str, Any] | None = None,
+    box: EmulatedBox | None = None,
     nvml: Any = None,
 ) -> MemcheckReport:
-    """The memcheck report for this machine (blocking: reads /proc, cgroups and NVML)."""
+    """The memcheck report for this machine, or for the ``box`` an engine emulates (blocking:
+    reads /proc, cgroups and NVML)."""
+    if box is not None:
+        return make_report(
+            host_mem_total_bytes=box.mem_total_bytes,
+            cgroup=box.cgroup,
+            memlock_bytes=None,  # the engine pins nothing: the host's limit says nothing about the box
+            cpus=box.cpus,
+            cpu_quota=None,
+            gpus=box.gpus,
+            gpu_state=f"{len(box.gpus)} emulated by cuzk-engine",
+            listen_addresses=listen_addresses,
+            config=config,
+            machine=f"the {format_size(box.mem_total_bytes)} box cuzk-engine emulates (not this host)",
+        )
     gpu = GpuSampler(nvml=nvml)
     try:
         devices, state = list(gpu.devices), gpu.state
@@ -362,4 +504,23 @@ def gather_report(
         gpus=devices,
         gpu_state=state,
         listen_addresses=listen_addresses,
+        config=config,
     )
+
+
+def memcheck_for(
+    config: Mapping[str, Any],
+    *,
+    engine: bool,
+    memory_limit_bytes: int | None = None,
+    cgroup_path: str | None = None,
+) -> MemcheckReport:
+    """The memcheck report for a daemon run with these effective config values: for cuzk-engine the
+    box it emulates (with its cgroup, ``memory_limit_bytes`` real bytes), else this machine."""
+    listen = [str(config[k]) for k in ("daemon.listen", "daemon.status_listen") if config.get(k)]
+    if not engine:
+        return gather_report(listen_addresses=listen, config=config)
+    box = engine_box(
+        config, host_mem_total_bytes=host_mem_total(), memory_limit_bytes=memory_limit_bytes, cgroup_path=cgroup_path
+    )
+    return gather_report(listen_addresses=listen, config=config, box=box)

@@ -32,13 +32,25 @@ def test_memcheck_json_is_one_object(capsys: pytest.CaptureFixture[str]) -> None
     assert isinstance(data["warnings"], list) and isinstance(data["gpu_state"], str)
 
 
+def test_memcheck_judges_the_given_configs_margin_and_budget(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "cuzk.toml"
+    path.write_text('[memory]\ntotal_budget = "64GiB"\nsafety_margin = "7GiB"\n')
+    assert cli.main(["memcheck", "--json", "--config", str(path)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["safety_margin_bytes"] == 7 * 1024 * MiB
+    assert data["auto_budget_bytes"] == max(0, data["host_mem_total_bytes"] - 7 * 1024 * MiB)
+    assert any('configured total_budget "64GiB": 64 GiB can never prove WindowPoSt' in w for w in data["warnings"])
+
+
 def test_memcheck_failure_is_a_message_and_exit_1(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def broken(**_: object) -> None:
+    def broken(*_: object, **__: object) -> None:
         raise FileNotFoundError(2, "No such file or directory", "/proc/meminfo")
 
-    monkeypatch.setattr(memcheck, "gather_report", broken)
+    monkeypatch.setattr(memcheck, "memcheck_for", broken)
     assert cli.main(["memcheck", "--json"]) == 1
     captured = capsys.readouterr()
     assert captured.out == ""

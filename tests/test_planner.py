@@ -45,9 +45,24 @@ def test_budget_keeps_the_measured_peak_under_the_memory(ram_gib: int) -> None:
 
 
 def test_budget_below_one_partition_is_srs_and_pce_only() -> None:
-    budget = planner.cgroup_aware_budget(64 * GiB)
+    budget = planner.cgroup_aware_budget(90 * GiB)
     assert planner.partitions_in_budget(budget, ProofKind.POREP_SEAL_COMMIT) == 0
     assert budget == 70 * GiB  # 44 GiB SRS + 25.7 GiB PCE, rounded up
+
+
+@pytest.mark.parametrize("ram_gib", [16, 32, 64, 70])
+def test_budget_never_exceeds_the_ram_less_the_margin(ram_gib: int) -> None:
+    assert planner.cgroup_aware_budget(ram_gib * GiB) == (ram_gib - 5) * GiB
+    assert planner.cgroup_aware_budget(ram_gib * GiB, 2 * GiB) == (ram_gib - 2) * GiB
+
+
+def test_the_configured_safety_margin_is_honoured() -> None:
+    report = _report(cgroup=None, config={"memory.safety_margin": "30GiB"})
+    assert report.safety_margin_bytes == 30 * GiB
+    assert report.auto_budget_bytes == 482 * GiB
+    assert report.recommended_budget_bytes == planner.cgroup_aware_budget(512 * GiB, 30 * GiB)
+    assert report.recommended_budget_bytes < _report(cgroup=None).recommended_budget_bytes
+    assert "MemTotal − safety_margin 30 GiB" in report.render()
 
 
 def test_parallelism_never_exceeds_what_memory_or_cpus_allow() -> None:
@@ -102,15 +117,68 @@ def test_no_cgroup_limit_means_host_ram_and_no_warning() -> None:
     assert report.effective_ram_bytes == 512 * GiB
     assert report.cgroup_version is None
     assert report.warnings == ()
-    assert report.max_porep_partitions == 21
-    assert report.suggested_bench_concurrency == 3  # 12 synthesis slots: two 10-partition proofs + one
+    # The budget admits 21 PoRep partitions, but 12 synthesis workers (the recommended
+    # max_parallel_synthesis, under max(2, min(budget / 14 GiB, 12))) cap what runs at once.
+    assert planner.partitions_in_budget(report.recommended_budget_bytes, ProofKind.POREP_SEAL_COMMIT) == 21
+    assert report.max_porep_partitions == report.max_snap_partitions == 12
+    # Upstream's s/proof figures were measured with 15-20 proofs in flight.
+    assert 15 <= report.suggested_bench_concurrency <= 20 <= report.suggested_bench_count
 
 
 def test_partition_counts_under_the_recommended_budget() -> None:
     report = _report()
     budget = report.recommended_budget_bytes
-    assert report.max_porep_partitions == (budget - int(69.7 * GiB)) // (14 * GiB)
-    assert report.max_snap_partitions == (budget - 50 * GiB) // (9 * GiB)
+    workers = 7  # the recommended max_parallel_synthesis for 256 GiB (documented tier)
+    assert report.max_porep_partitions == min((budget - int(69.7 * GiB)) // (14 * GiB), workers)
+    assert report.max_snap_partitions == min((budget - 50 * GiB) // (9 * GiB), workers)
+
+
+@pytest.mark.parametrize(
+    ("budget", "fragment"),
+    [
+        ("64GiB", 'configured total_budget "64GiB": 64 GiB can never prove WindowPoSt'),
+        ("512MiB", "below every proof kind's floor"),
+    ],
+)
+def test_memcheck_says_what_config_check_says_about_floors(budget: str, fragment: str) -> None:
+    report = _report(cgroup=None, config={"memory.total_budget": budget})
+    assert any(fragment in w for w in report.warnings)
+    assert not any("can never prove" in w or "below every" in w for w in _report(
+        cgroup=None, config={"memory.total_budget": budget, "pipeline.enabled": False}).warnings)  # fmt: skip
+
+
+def test_auto_budget_is_resolved_against_this_machine_for_the_floors() -> None:
+    report = _report(cgroup=None, host_mem_total_bytes=64 * GiB, config={"memory.total_budget": "auto"})
+    assert any(w.startswith('configured total_budget "auto" = MemTotal − safety_margin: 59 GiB can never prove')
+               for w in report.warnings)  # fmt: skip
+
+
+def test_mixed_porep_and_windowpost_residency_advises_eviction_min_idle() -> None:
+    assert planner.MIXED_RESIDENT // GiB == 152  # 44 + 25.7 + 57 + 26 GiB: "~153 GiB resident"
+    report = _report(cgroup=None, config={"memory.total_budget": "120GiB", "memory.eviction_min_idle": "5m"})
+    (warning,) = [w for w in report.warnings if "WindowPoSt on one node" in w]
+    assert "memory.eviction_min_idle (5m)" in warning and "lower eviction_min_idle" in warning
+    assert "resident SRS+PCE" in report.render() and "PoRep + WindowPoSt on one node 153 GiB" in report.render()
+    roomy = _report(cgroup=None, config={"memory.total_budget": "200GiB"})
+    assert not any("WindowPoSt on one node" in w for w in roomy.warnings)
+
+
+def test_an_engine_box_is_described_not_the_host() -> None:
+    config = {"engine.mem_total": "256GiB", "engine.memory_scale": 1 / 256, "engine.gpus": 2, "engine.cpus": 96,
+              "engine.gpu_memory": "80GiB"}  # fmt: skip
+    # A 1 GiB real cgroup at 1/256 is the box's 256 GiB limit; the host (here 24 GiB) does not appear.
+    box = planner.engine_box(config, host_mem_total_bytes=24 * GiB, memory_limit_bytes=GiB, cgroup_path="/cg/x")
+    report = planner.gather_report(box=box, config=config)
+    assert report.host_mem_total_bytes == report.effective_ram_bytes == 256 * GiB
+    assert report.cgroup_limit_bytes == 256 * GiB and report.cgroup_path == "/cg/x"
+    assert report.cpus == 96 and [g.total_bytes for g in report.gpus] == [80 * GiB, 80 * GiB]
+    assert "box cuzk-engine emulates" in report.machine and report.memlock_bytes is None
+    assert report.recommended_budget_bytes <= 256 * GiB - 5 * GiB
+    # A tiny box: the recommendation stays under its RAM.
+    small = planner.gather_report(box=planner.engine_box({**config, "engine.mem_total": "32GiB"},
+                                                         host_mem_total_bytes=24 * GiB))  # fmt: skip
+    assert small.recommended_budget_bytes <= 32 * GiB
+    assert int(small.recommendations[0].value.removesuffix("GiB")) <= 32  # type: ignore[union-attr]
 
 
 def test_low_memlock_small_ram_and_exposed_listen_are_warned() -> None:

@@ -5,24 +5,24 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from ..config import ConfigError, load_config
-from ..planner import gather_report
+from ..planner import memcheck_for
 from ..system import memprobe
 from ..units import format_size
 
 
 def run_memcheck(args: argparse.Namespace) -> int:
-    listen: tuple[str, ...] = ()
+    config: dict[str, Any] = {}
     if getattr(args, "config", None):
         try:
-            doc = load_config(args.config)
+            config = load_config(args.config).effective()
         except ConfigError as exc:
             print(f"memcheck: {exc}", file=sys.stderr)
             return 1
-        listen = tuple(str(doc.get("daemon", key)) for key in ("listen", "status_listen") if doc.get("daemon", key))
     try:
-        report = gather_report(listen_addresses=listen)
+        report = memcheck_for(config, engine=False)
     except (OSError, ValueError, KeyError) as exc:
         print(f"memcheck: cannot read this machine's memory facts: {exc}", file=sys.stderr)
         return 1

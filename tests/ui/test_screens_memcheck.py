@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Literal
+
 import pytest
 from textual.widgets import DataTable, Input, Static
 
+from cuzktui import events as ev
 from cuzktui import local
 from cuzktui.planner import MemcheckReport
 from cuzktui.ui.messages import ApplyRecommended
@@ -68,18 +72,31 @@ def test_snapshot_memcheck(snap_compare: object) -> None:
     assert snap_compare(app, terminal_size=(120, 40))  # type: ignore[operator]
 
 
-async def test_report_is_gathered_in_a_worker(monkeypatch: pytest.MonkeyPatch) -> None:
-    asked: list[list[str]] = []
+@pytest.mark.parametrize("mode", ["real", "engine"])
+async def test_report_is_gathered_in_a_worker_for_the_daemons_machine(
+    monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    asked: list[tuple[dict[str, object], bool, int | None, str | None]] = []
 
-    def gather(*, listen_addresses: list[str]) -> MemcheckReport:
-        asked.append(listen_addresses)
+    def gather(
+        config: dict[str, object], *, engine: bool, memory_limit_bytes: int | None, cgroup_path: str | None
+    ) -> MemcheckReport:
+        asked.append((config, engine, memory_limit_bytes, cgroup_path))
         return memcheck_report()
 
-    monkeypatch.setattr(local, "gather_report", gather)
-    fake = FakeController()
+    monkeypatch.setattr(local, "memcheck_for", gather)
+    fake = FakeController(mode=mode, config={"memory.safety_margin": "9GiB"})
+    daemon_mode: Literal["real", "engine"] = "engine" if mode == "engine" else "real"
+    launched = ev.DaemonLaunched(1.0, daemon_mode, 7, ("d",), None, "unix:///s", None, cgroup_path="/cg/box")
+    fake.model.apply(replace(launched, memory_limit_bytes=1 << 30))
     app = ScreenApp(lambda: MemcheckScreen(fake), "memcheck")
     async with app.run_test(size=(120, 40)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.pause()
-        assert asked == [["unix:///run/curio/cuzk.sock"]]
+        ((config, engine, limit, cgroup),) = asked
+        # The running config's margin and budget are judged; an engine's box (its cgroup) is described.
+        assert config["memory.safety_margin"] == "9GiB" and engine is (mode == "engine")
+        assert (limit, cgroup) == (1 << 30, "/cg/box")
         assert "effective RAM" in str(app.screen.query_one("#memcheck-facts", Static).render())
+        notes = app.screen.query("#memcheck-note")
+        assert ("emulates" in str(notes.first(Static).render())) if mode == "engine" else not notes

@@ -78,6 +78,8 @@ class MemcheckScreen(Screen[None]):
             yield LoadingIndicator(id="memcheck-loading")
             if self.controller.read_only:
                 yield Static("This is the machine the replay runs on, not the recorded one.", id="memcheck-note")
+            elif self.controller.identity.mode == "engine":
+                yield Static("The box cuzk-engine emulates, not the host this tool runs on.", id="memcheck-note")
             yield Static(id="memcheck-facts")
             yield Static(id="memcheck-warnings")
             yield Static("Recommended knobs (a: pre-fill the Knobs form)", classes="memcheck--title")
