@@ -41,6 +41,8 @@ from typing import Any, Final, Literal
 from . import events as ev
 from .client import STATUS_TIMEOUT_S, ClientError, DaemonClient, StatusError, fetch_status_json
 from .config import ConfigDocument, ConfigError
+from .knobs import knob
+from .logfilter import launch_environment
 from .samplers import listener_pid
 from .session import LogFollower, SessionWriter
 from .system import CgroupError, MemoryCgroup, kernel_oom_evidence
@@ -222,6 +224,14 @@ def config_addresses(config_text: str) -> tuple[str | None, str | None]:
         listen if isinstance(listen, str) and listen else None,
         status if isinstance(status, str) and status else None,
     )
+
+
+def _logging_level(config_text: str) -> str:
+    """The config's ``[logging].level`` as the daemon reads it (its default where unset or unreadable)."""
+    try:
+        return str(ConfigDocument.parse(config_text).get("logging", "level"))
+    except ConfigError:
+        return str(knob("logging.level").default)
 
 
 def _progress_text(event: ev.Event) -> str | None:
@@ -418,6 +428,9 @@ class Supervisor:
             cgroup_path = str(cgroup.path)
             self._oom_before = cgroup.oom_kill_count()
             argv = [sys.executable, "-m", "cuzktui.cgexec", cgroup_path, "--", *argv]
+        env, rust_log_warning = launch_environment(self._env, _logging_level(config_text))
+        if rust_log_warning is not None:
+            self._emit(ev.Notice(time.time(), "warning", rust_log_warning))
         await self._reset_client()
         log_fd = self.session.open_daemon_log()
         try:
@@ -427,7 +440,7 @@ class Supervisor:
                 stdin=subprocess.DEVNULL,
                 stdout=log_fd,
                 stderr=log_fd,
-                env=self._env,
+                env=env,
                 start_new_session=True,
                 cwd=self.session.path,
             )

@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
 
-LEVELS: Final = ("ERROR", "WARN", "INFO", "DEBUG", "TRACE")
-_RANK: Final = {name: i for i, name in enumerate(LEVELS)}  # lower = more severe
-_OFF: Final = -1
+from cuzktui.logfilter import EnvFilter, FilterError
+
 _COLOUR: Final = {"ERROR": "31", "WARN": "33", "INFO": "32", "DEBUG": "34", "TRACE": "35"}
 
 # Targets (Rust module paths) the daemon's lines carry.
@@ -48,68 +47,6 @@ Fields = tuple[tuple[str, FieldValue], ...]
 class Span:
     name: str
     fields: Fields = ()
-
-
-class FilterError(ValueError):
-    """A directive string that EnvFilter would reject."""
-
-
-def _parse_level(text: str) -> int:
-    lowered = text.strip().lower()
-    if lowered == "off":
-        return _OFF
-    if lowered == "warning":
-        return _RANK["WARN"]
-    for name, rank in _RANK.items():
-        if lowered == name.lower():
-            return rank
-    raise FilterError(f"invalid level `{text}`")
-
-
-@dataclass(frozen=True, slots=True)
-class EnvFilter:
-    """The subset of tracing-subscriber's EnvFilter the daemon's users write: ``level`` and
-    ``target=level`` directives, comma separated; the longest matching target prefix wins."""
-
-    default: int | None
-    targets: tuple[tuple[str, int], ...]
-
-    @classmethod
-    def parse(cls, spec: str, *, lossy: bool) -> EnvFilter:
-        """Strict parsing raises FilterError; lossy parsing drops bad directives with EnvFilter's
-        ``ignoring …`` note on stderr."""
-        default: int | None = None
-        targets: list[tuple[str, int]] = []
-        for raw in spec.split(","):
-            directive = raw.strip()
-            if not directive:
-                continue
-            try:
-                if "=" in directive:
-                    target, _, level = directive.partition("=")
-                    if not target or "[" in target or " " in target:
-                        raise FilterError(f"invalid target `{target}`")
-                    targets.append((target, _parse_level(level)))
-                else:
-                    try:
-                        default = _parse_level(directive)
-                    except FilterError:
-                        if not directive.replace("::", "").replace("_", "").replace("-", "").isalnum():
-                            raise
-                        targets.append((directive, _RANK["TRACE"]))  # a bare target enables everything
-            except FilterError as err:
-                if not lossy:
-                    raise
-                write_stderr(f"ignoring `{directive}`: {err}\n")
-        targets.sort(key=lambda item: len(item[0]), reverse=True)
-        return cls(default, tuple(targets))
-
-    def enabled(self, level: str, target: str) -> bool:
-        rank = _RANK[level]
-        for prefix, allowed in self.targets:
-            if target.startswith(prefix):
-                return rank <= allowed
-        return self.default is not None and rank <= self.default
 
 
 def _write(fd: int, text: str) -> None:
@@ -183,7 +120,7 @@ class Logger:
             except FilterError:
                 log_filter = None
         if log_filter is None:
-            log_filter = EnvFilter.parse(configured, lossy=True)
+            log_filter = EnvFilter.parse(configured, lossy=True, on_ignored=write_stderr)
         return cls(log_filter, colour=not os.environ.get("NO_COLOR"))
 
     def start_epoch(self) -> None:

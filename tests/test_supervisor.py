@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import signal
 import stat
@@ -124,6 +125,25 @@ async def test_start_is_ready_when_getstatus_answers_and_every_step_is_recorded(
     assert recorded == [launched]
     assert stat.S_IMODE(supervisor.session.daemon_log_path.stat().st_mode) == 0o600
     assert any(isinstance(e, ev.DaemonStarting) for e in iter_session_events(supervisor.session.path))
+
+
+async def test_an_inherited_rust_log_that_hides_info_is_overridden_and_said(tmp_path: Path) -> None:
+    require_engine()
+    session = SessionWriter(tmp_path / "session")
+    seen: list[ev.ObservedEvent] = []
+    env = {k: v for k, v in os.environ.items() if k != "RUST_LOG"} | {"RUST_LOG": "warn"}
+    supervisor = Supervisor(
+        session, engine_program(), listen=f"unix://{tmp_path}/d.sock", on_event=seen.append, start_timeout=60, env=env
+    )
+    try:
+        await supervisor.start(_config())
+    finally:
+        await supervisor.close(stop=True)
+        session.close()
+    (notice,) = [e for e in seen if isinstance(e, ev.Notice)]
+    assert notice.level == "warning" and "RUST_LOG='warn'" in notice.text
+    # The INFO lines the dashboard reads were written: RUST_LOG=warn would have hidden them.
+    assert _pipelines(session) != []
 
 
 async def test_sigterm_stop_is_classified_as_stopped_by_that_signal(
