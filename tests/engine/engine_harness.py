@@ -14,10 +14,11 @@ from typing import Any
 
 import grpc
 
+from cuzktui.logfilter import EnvFilter
 from cuzktui.proto import proving_pb2 as pb
 from cuzktui.proto import proving_pb2_grpc
 from cuzktui.supervisor import free_loopback_port
-from engine.tracing import EnvFilter, Logger
+from engine.tracing import Logger
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # Fast and small: 29 s of synthesis becomes ~15 ms, 20 GiB of partition memory 320 KiB.

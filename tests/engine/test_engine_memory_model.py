@@ -17,6 +17,7 @@ from cuzktui.daemon_facts import (
     SYNTHESIZED_PARTITION_RSS,
     ProofKind,
 )
+from cuzktui.logfilter import EnvFilter
 from cuzktui.units import GiB
 from engine.config import Config
 from engine.jobs import ProofRequest
@@ -24,7 +25,7 @@ from engine.memory import Arena, Budget
 from engine.pipeline import GROWTH_STEPS, Engine
 from engine.srs import Residency
 from engine.timemodel import Clock, CpuPool
-from engine.tracing import EnvFilter, Logger
+from engine.tracing import Logger
 
 POREP = KINDS[ProofKind.POREP_SEAL_COMMIT]
 SCALE = 1 / 65536  # 16 GiB nominal = 256 KiB real

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import re
 
-from engine.tracing import EnvFilter, Logger, Quoted, Span, fatal_report
+from cuzktui.logfilter import EnvFilter
+from engine.tracing import Logger, Quoted, Span, fatal_report
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
