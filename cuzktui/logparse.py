@@ -22,6 +22,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Final, Literal
 
+from . import daemon_messages as M
 from .events import (
     BatchMemberDelivered,
     BatchSplit,
@@ -466,8 +467,8 @@ _FAILURE_MESSAGES: Final = (
     "GPU prove start task panicked",
     "synthesis failed",
     "GPU proving failed",
-    "proof failed",
-    "prove failed",
+    M.PROOF_FAILED,
+    M.PROVE_FAILED,
     "Phase 7: C1 parse/SRS load failed",
     "SnapDeals parse/SRS load failed",
     "Phase 7: C1 parse task panicked",
@@ -489,30 +490,30 @@ _SELF_CHECK_FAILED: Final = tuple(
 
 # Exact message -> builder. Prefix-matched messages are handled in _classify.
 _NOTABLE: Final[dict[str, _Builder]] = {
-    "cuzk-daemon starting": _daemon_starting,
-    "starting cuzk engine": _engine_started,
-    "memory budget initialized": _budget,
+    M.DAEMON_STARTING: _daemon_starting,
+    M.STARTING_ENGINE: _engine_started,
+    M.MEMORY_BUDGET_INITIALIZED: _budget,
     "starting pipeline: synthesis task + GPU workers (budget-gated)": _pipeline,
     "loading SRS from disk": _srs_loading,
     "SRS loaded successfully": _srs_loaded,
     "PCE extraction complete": _pce("extract_done"),
     "PCE saved to disk": _pce("saved"),
     "PCE cached": _pce("cached"),
-    "PCE evicted": _pce("evicted"),
+    M.PCE_EVICTED: _pce("evicted"),
     "partition synthesis complete, pushing to GPU queue": _partition_synthesized,
-    "Phase 7: all partitions complete, proof assembled": _assembled,
-    "proof completed successfully (pipeline)": _assembled,
-    "proof completed successfully (monolithic)": _assembled,
-    "batched proof completed — splitting results": _batch_split,
-    "sector proof delivered from batch": _batch_member,
-    "processing job (monolithic)": _monolithic_processing,
-    "job enqueued": _queued("enqueued"),
-    "job dequeued for proving": _queued("dequeued"),
-    "dispatching per-partition synthesis (budget-gated)": _queued("dispatched"),
-    "dispatching per-partition SnapDeals synthesis (budget-gated)": _queued("dispatched"),
-    "SRS evicted": _eviction(srs=True),
-    "evicted for memory pressure": _eviction(srs=False),
-    "acquire request exceeds total budget — will block until possible": _budget_stall,
+    M.PROOF_ASSEMBLED: _assembled,
+    M.PROOF_COMPLETED_PIPELINE: _assembled,
+    M.PROOF_COMPLETED_MONOLITHIC: _assembled,
+    M.BATCH_SPLITTING: _batch_split,
+    M.BATCH_SECTOR_DELIVERED: _batch_member,
+    M.PROCESSING_MONOLITHIC: _monolithic_processing,
+    M.JOB_ENQUEUED: _queued("enqueued"),
+    M.JOB_DEQUEUED: _queued("dequeued"),
+    M.DISPATCHING_PARTITIONS: _queued("dispatched"),
+    M.DISPATCHING_SNAP_PARTITIONS: _queued("dispatched"),
+    M.SRS_EVICTED: _eviction(srs=True),
+    M.EVICTED_FOR_MEMORY_PRESSURE: _eviction(srs=False),
+    M.ACQUIRE_EXCEEDS_BUDGET: _budget_stall,
     **dict.fromkeys(_FAILURE_MESSAGES, _failed),
     **dict.fromkeys(_SELF_CHECK_PASSED, _self_check(True)),
     **dict.fromkeys(_SELF_CHECK_FAILED, _self_check(False)),
@@ -526,7 +527,7 @@ _KNOWN_KEYS: Final[dict[str, frozenset[str]]] = {
     ),
     "PCE extraction complete": frozenset({"circuit_id", "extract_ms", "summary"}),
     "background PCE extraction failed": frozenset({"error"}),
-    "failed to bind status HTTP server": frozenset({"addr", "error"}),
+    M.STATUS_HTTP_BIND_FAILED: frozenset({"addr", "error"}),
 }
 
 
@@ -539,8 +540,8 @@ def _classify(record: LogRecord) -> LogEvent:
         return _gpu_timing(record)
     if message.startswith("FIN_TIMING "):
         return _fin_timing(record)
-    if message.startswith("cuzk-daemon ready, serving on "):
-        return DaemonReady(record.ts, message[len("cuzk-daemon ready, serving on ") :])
+    if message.startswith(M.READY_PREFIX):
+        return DaemonReady(record.ts, message[len(M.READY_PREFIX) :])
     if message.startswith("background PCE extraction starting"):
         return PceActivity(record.ts, "extract_start", None, record.fields)
     if message.startswith("background PCE extraction failed"):
@@ -581,11 +582,11 @@ _EVENT_MESSAGES: Final = (
     *_NOTABLE,
     "GPU_TIMING ",
     "FIN_TIMING ",
-    "cuzk-daemon ready, serving on ",
+    M.READY_PREFIX,
     "background PCE extraction",
-    "pipeline GPU worker started",
-    "partition synthesis complete",
-    "SnapDeals partition synthesis complete",
+    M.PIPELINE_WORKER_STARTED,
+    M.PARTITION_SYNTH_COMPLETE,
+    M.SNAP_PARTITION_SYNTH_COMPLETE,
 )
 _BY_FIRST_WORD: Final[dict[str, tuple[str, ...]]] = {}
 for _message in _EVENT_MESSAGES:

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, NamedTuple
 
+from . import daemon_messages as M
 from .events import (
     BatchMemberDelivered,
     BatchSplit,
@@ -375,7 +376,7 @@ class Timeline:
     def _on_log_record(self, event: LogRecord) -> bool:
         if event.message in _SYNTH_COMPLETE:
             return self._on_synth_complete(event)
-        if event.message != "pipeline GPU worker started":
+        if event.message != M.PIPELINE_WORKER_STARTED:
             return False
         worker, gpu = event.fields.get("worker_id", ""), event.fields.get("gpu", "")
         if not (worker.isascii() and worker.isdigit() and gpu.isascii() and gpu.isdigit()):
@@ -945,7 +946,7 @@ _HANDLERS: Final[dict[type[Any], Callable[[Timeline, Any], bool]]] = {
 _PARSE_FAILURES: Final = frozenset(
     {"Phase 7: C1 parse/SRS load failed", "Phase 7: C1 parse task panicked", "SnapDeals parse/SRS load failed"}
 )
-_SYNTH_COMPLETE: Final = frozenset({"partition synthesis complete", "SnapDeals partition synthesis complete"})
+_SYNTH_COMPLETE: Final = frozenset({M.PARTITION_SYNTH_COMPLETE, M.SNAP_PARTITION_SYNTH_COMPLETE})
 
 
 def _field_from_spans(record: LogRecord, key: str) -> str | None:
