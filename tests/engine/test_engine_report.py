@@ -1,0 +1,56 @@
+"""The report (and the one reader behind replay and export) on logs the engine wrote imitating upstream:
+a batch, monolithic mode, a job dropped by the monolithic GPU queue."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from cuzktui.report import build_report
+from cuzktui.session import load_session
+from engine.jobs import Status
+from tests.engine.engine_harness import Captured
+from tests.engine.test_engine_tracker import Factory, make_engine, porep, post, until
+
+__all__ = ["make_engine"]  # the fixture, shared with the tracker's tests
+
+
+def report(captured: Captured) -> dict[str, Any]:
+    _, model = load_session(captured.path)
+    return build_report(model, str(captured.path))
+
+
+async def test_every_sector_of_an_engine_batch_is_counted(make_engine: Factory, captured: Captured) -> None:
+    e = await make_engine(max_batch_size=2, max_batch_wait_ms=60_000)
+    results = await asyncio.wait_for(asyncio.gather(e.prove(porep("porep-a")), e.prove(porep("porep-b"))), 60)
+    assert [r.status for r in results] == [Status.COMPLETED, Status.COMPLETED]
+    data = report(captured)
+    assert data["counts"] == {"completed": 2, "failed": 0, "incomplete": 0}
+    assert {j["job_id"]: j["status"] for j in data["jobs"]} == {"porep-a": "completed", "porep-b": "completed"}
+
+
+async def test_monolithic_mode_successes_on_the_engine_are_counted(make_engine: Factory, captured: Captured) -> None:
+    e = await make_engine(pipeline_enabled=False)
+    results = await asyncio.wait_for(asyncio.gather(e.prove(porep("mono-1")), e.prove(post("mono-2"))), 60)
+    assert [r.status for r in results] == [Status.COMPLETED, Status.COMPLETED]
+    assert report(captured)["counts"] == {"completed": 2, "failed": 0, "incomplete": 0}
+
+
+async def test_a_job_the_engines_gpu_queue_dropped_is_incomplete_with_the_reason(
+    make_engine: Factory, captured: Captured
+) -> None:
+    e = await make_engine(time_scale=0.01)
+    worker = e.workers[0]
+    async with e.gpu_locks[0]:  # the GPU stays busy with the first job until the test lets go
+        first = e.prove(post("winning-a"))
+        await until(lambda: worker.job is not None, "the first job on the GPU")
+        dropped = e.prove(post("winning-b"))
+        await until(lambda: len(e.gpu_queue) == 1, "the second job in the GPU queue")
+        last = e.prove(post("winning-c"))
+        await until(lambda: any(",GPU_QUEUE,winning-c," in line for line in captured.lines()), "winning-c queued")
+    await asyncio.wait_for(asyncio.gather(first, last), 60)
+    assert not dropped.done()
+    jobs = {j["job_id"]: j for j in report(captured)["jobs"]}
+    assert jobs["winning-c"]["status"] == "completed"
+    assert jobs["winning-b"]["status"] == "incomplete" and "GPU queue" in jobs["winning-b"]["reason"]
+    dropped.cancel()
