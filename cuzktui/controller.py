@@ -99,6 +99,14 @@ class Controller(Protocol):
         (attached without ``--config``); "": nothing to add to the config path."""
         ...
 
+    def drain_in_flight(self) -> list[str] | None:
+        """While an apply waits for work in flight: that work, one line each (which job, doing what, for
+        how long, known from where); None when no drain is going on."""
+        ...
+
+    def restart_anyway(self) -> None:
+        """Stop waiting for the drain and restart now, killing the work in flight (and saying so)."""
+
     def left_running(self) -> list[str]:
         """What keeps running if the operator leaves now without stopping anything, in words."""
         ...

@@ -41,11 +41,55 @@ from .model import SessionModel
 from .planner import memcheck_for
 from .recording import DaemonRecorder
 from .session import SessionFollower, SessionWriter, list_sessions
-from .supervisor import DaemonProgram, DaemonStartError, Supervisor, SupervisorError, free_loopback_port
+from .supervisor import (
+    DaemonProgram,
+    DaemonStartError,
+    InFlight,
+    Supervisor,
+    SupervisorError,
+    free_loopback_port,
+)
 from .system import CgroupError, MemoryCgroup
+from .timeline import Partition, Timeline
 from .units import GiB
 
 DRAIN_TIMEOUT_S = 600.0
+
+
+def _partition_phase(p: Partition) -> str:
+    if p.gpu_end is not None:
+        return "done"
+    if p.gpu_pickup is not None or p.gpu_start is not None:
+        return "on the GPU"
+    if p.synth_end is not None:
+        return "waiting for the GPU"
+    if p.synth_start is not None:
+        return "synthesizing"
+    return "waiting"
+
+
+def timeline_in_flight(timeline: Timeline, now: float) -> tuple[list[InFlight], set[str]]:
+    """The log's view for a drain: the current daemon run's open jobs (what each partition is doing,
+    for how long) and the ids of its jobs the log saw finish (so a leaked /status entry is ignored)."""
+    segments = timeline.segments
+    if not segments:
+        return [], set()
+    current = segments[-1].index
+    open_jobs: list[InFlight] = []
+    finished: set[str] = set()
+    for job in timeline.jobs():
+        if job.segment != current:
+            continue
+        if job.status != "running":
+            finished.add(job.job_id)
+            continue
+        phases = [_partition_phase(p) for p in job.partitions.values()]
+        order = ("synthesizing", "waiting for the GPU", "on the GPU", "waiting", "done")
+        counts = ", ".join(f"{phases.count(name)} {name}" for name in order if name in phases)
+        what = f"{job.kind or 'monolithic'} proof, {counts}" if job.monolithic else f"partitions: {counts}"
+        age = now - job.first_time if job.first_time is not None else None
+        open_jobs.append(InFlight(job.job_id, what, age, "log"))
+    return open_jobs, finished
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +175,10 @@ class LiveController(LocalQueries):
         self._bench_proc: subprocess.Popen[bytes] | None = None
         self._recorder: DaemonRecorder | None = None
         self._launch_lock = asyncio.Lock()
+        self._poll_lock = asyncio.Lock()
         self._farewell = ""
+        self._force_restart: asyncio.Event | None = None
+        self._in_flight: list[InFlight] = []
 
     # -- identity ------------------------------------------------------------------------
 
@@ -304,8 +351,9 @@ class LiveController(LocalQueries):
         if self._follower is None:
             return False
         self._reap_bench()
-        events = await asyncio.to_thread(self._follower.poll)
-        return self.model.apply_all(events)
+        async with self._poll_lock:  # the app's poll and a drain's both read the follower
+            events = await asyncio.to_thread(self._follower.poll)
+            return self.model.apply_all(events)
 
     def config_path(self) -> Path | None:
         if self.options.config_file is not None:
@@ -345,14 +393,47 @@ class LiveController(LocalQueries):
         self._config_text = text
         s = self.supervisor
         if s.running:
-            self._notice("info", "draining: waiting for work in flight before the restart")
-            try:
-                await s.drain(DRAIN_TIMEOUT_S)
-            except (TimeoutError, SupervisorError, ClientError) as error:
-                self._notice("warning", f"drain incomplete ({error}); restarting anyway")
+            await self._drain(s)
             await s.stop()
         described = tuple(f"{name} = {value!r}" for name, value in changes.items())
         await self._launch(text, described)
+
+    async def _drain(self, s: Supervisor) -> None:
+        """Wait for the work a restart would kill, showing it (:meth:`drain_in_flight`) until it is done,
+        the operator restarts anyway (:meth:`restart_anyway`) or the drain times out."""
+        self._notice("info", "draining: waiting for work in flight before the restart")
+        self._force_restart = asyncio.Event()
+        self._in_flight = []
+
+        async def known() -> tuple[list[InFlight], set[str]]:
+            await self.poll()  # the newest log lines first: the drain decides on what the log says now
+            return timeline_in_flight(self.model.timeline, time.time())
+
+        def shown(work: list[InFlight]) -> None:
+            self._in_flight = work
+
+        try:
+            drained = await s.drain(DRAIN_TIMEOUT_S, known, on_round=shown, force=self._force_restart)
+        except (TimeoutError, SupervisorError, ClientError) as error:
+            self._notice("warning", f"drain incomplete ({error}); restarting anyway")
+        else:
+            if not drained:
+                killed = "; ".join(item.describe() for item in self._in_flight) or "nothing"
+                self._notice("warning", f"restarting anyway, as asked: killing {killed}")
+        finally:
+            self._force_restart = None
+            self._in_flight = []
+
+    def drain_in_flight(self) -> list[str] | None:
+        """While an apply drains: what is still in flight, one line each (empty: drained); else None."""
+        if self._force_restart is None:
+            return None
+        return [item.describe() for item in self._in_flight]
+
+    def restart_anyway(self) -> None:
+        """Stop waiting for the drain and restart now (the work in flight is killed, and said so)."""
+        if self._force_restart is not None:
+            self._force_restart.set()
 
     async def start_bench(self, request: BenchRequest) -> None:
         if self.options.program is None:

@@ -178,6 +178,12 @@ class ReplayController(LocalQueries):
     def left_running(self) -> list[str]:
         return []
 
+    def drain_in_flight(self) -> list[str] | None:
+        return None
+
+    def restart_anyway(self) -> None:
+        return None
+
     def running_config_source(self) -> str | None:
         return ""
 

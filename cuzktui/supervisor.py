@@ -33,7 +33,7 @@ import subprocess
 import sys
 import time
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -657,37 +657,55 @@ class Supervisor:
 
     # -- drain / stop / restart -----------------------------------------------------------
 
-    async def _daemon_idle(self) -> bool:
-        """Nothing in flight inside the daemon, from /status when enabled, else from GetStatus."""
+    async def _daemon_in_flight(self, known: Sequence[InFlight], finished: Collection[str]) -> list[InFlight]:
+        """What the daemon itself says is in flight (/status when enabled, and GetStatus), beside ``known``."""
+        document = None
         if self.status_url is not None:
             with contextlib.suppress(StatusError, OSError, TimeoutError):
                 document = await fetch_status_json(self.status_url)
-                if document is not None:
-                    return _status_idle(document)
         status = await self.client.get_status()
-        queued = any(q.pending or q.in_progress for q in status.queues)
-        return not queued and not any(g.current_job_id for g in status.gpus)
+        queued = sum(q.pending for q in status.queues)
+        running = tuple(g.current_job_id for g in status.gpus if g.current_job_id)
+        return merge_in_flight(known, document, queued, running, finished)
 
-    async def drain(self, timeout: float, outstanding: Callable[[], int] | None = None) -> None:
-        """Wait until nothing is in flight: ``outstanding()`` (e.g. the bench's unfinished jobs) is 0 and
-        the daemon reports no queued, synthesizing, GPU-waiting or proving work twice in a row.
+    async def drain(
+        self,
+        timeout: float,
+        known: Callable[[], Awaitable[tuple[Sequence[InFlight], Collection[str]]]] | None = None,
+        *,
+        on_round: Callable[[list[InFlight]], None] | None = None,
+        force: asyncio.Event | None = None,
+    ) -> bool:
+        """Wait until nothing is in flight twice in a row; True when drained, False when ``force`` was set.
 
-        The /status JSON is preferred (it sees every partition); GetStatus undercounts (its queues
-        only list jobs not yet taken by the dispatcher, reference §1.7) so the caller's own count
-        of unfinished jobs is the reliable half. Raises TimeoutError.
+        ``known()`` is what the session knows: the work in flight (the log's open jobs, the caller's
+        own outstanding Prove calls) and the ids of jobs the log saw finish. That is the reliable
+        half: upstream's /status never forgets a failed partition and GetStatus sees only the
+        scheduler's queue (see :func:`merge_in_flight`). ``on_round`` receives each round's list (to
+        show it); setting ``force`` restarts anyway. Raises TimeoutError naming the work still there.
         """
         deadline = time.monotonic() + timeout
         idle_in_a_row = 0
         while idle_in_a_row < 2:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"the daemon still had work in flight after {timeout:.0f} s")
+            if force is not None and force.is_set():
+                return False
             if self._exit_task is not None and self._exit_task.done():
                 raise SupervisorError("the daemon exited while draining")
-            busy = outstanding is not None and outstanding() > 0
-            idle = not busy and await self._daemon_idle()
-            idle_in_a_row = idle_in_a_row + 1 if idle else 0
+            work = await self._daemon_in_flight(*(await known() if known is not None else ((), ())))
+            if on_round is not None:
+                on_round(work)
+            if time.monotonic() > deadline:
+                still = "; ".join(item.describe() for item in work)
+                raise TimeoutError(f"still in flight after {timeout:.0f} s: {still}")
+            idle_in_a_row = idle_in_a_row + 1 if not work else 0
             if idle_in_a_row < 2:
-                await self._sleep_or_exit(0.2)
+                waits: list[asyncio.Future[Any]] = [asyncio.ensure_future(asyncio.sleep(0.2))]
+                if force is not None:
+                    waits.append(asyncio.ensure_future(force.wait()))
+                _, pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                for task in pending:
+                    task.cancel()
+        return True
 
     def send_signal(self, number: int) -> None:
         if self.pid is None or not self.running:
@@ -735,12 +753,81 @@ class Supervisor:
             self.cgroup = None
 
 
-def _status_idle(document: dict[str, Any]) -> bool:
-    try:
-        if document["synthesis"]["active"] or document["counters"]["queue_depth"]:
-            return False
-        if any(w["state"] == "proving" for w in document["gpu_workers"]):
-            return False
-        return all(p["state"] in ("done", "failed") for job in document["pipelines"] for p in job["partitions"])
-    except (KeyError, TypeError) as error:
-        raise StatusError(f"unexpected /status document: {error}") from error
+@dataclass(frozen=True, slots=True)
+class InFlight:
+    """One piece of work a restart would kill: a job (``job_id``) or a count (``job_id`` "")."""
+
+    job_id: str
+    state: str  # what it is doing, e.g. "2 synthesizing, 1 on the GPU, 3/10 done"
+    age_s: float | None  # how long it has been in flight, when known
+    source: str  # where we know it from: "log", "/status", "GetStatus", "our Prove calls"
+
+    def describe(self) -> str:
+        age = f" for {_age_text(self.age_s)}" if self.age_s is not None else ""
+        head = f"{self.job_id}: " if self.job_id else ""
+        return f"{head}{self.state}{age} ({self.source})"
+
+
+def _age_text(seconds: float) -> str:
+    whole = max(0, int(seconds))
+    return f"{whole // 60}m{whole % 60:02d}s" if whole >= 60 else f"{whole}s"
+
+
+# /status partition states that mean work is still going on (status.rs PartitionPhase::as_str).
+_LIVE_PARTITION_STATES: Final = ("pending", "synthesizing", "synth_done", "gpu")
+
+
+def merge_in_flight(
+    known: Sequence[InFlight],
+    document: dict[str, Any] | None,
+    queued: int,
+    gpu_jobs: Sequence[str] = (),
+    finished: Collection[str] = (),
+) -> list[InFlight]:
+    """Everything in flight: ``known`` (from the session), then what the daemon adds that it does not list.
+
+    Upstream's answers are inputs, never the verdict, because each is wrong in a known way:
+
+    * /status (status.rs StatusTracker): a failed partition gets ``partition_failed`` only, so
+      ``synthesis.active`` is never lowered and the job never gets ``job_completed``, which the
+      30 s clean-up in ``snapshot`` needs: it stays in ``pipelines`` forever. So ``synthesis.active``
+      is not read at all, and a /status job counts only while one of its partitions is in a live
+      state, none failed, and the session does not list it already (``known``) or know it as
+      ``finished`` (its log ended it).
+      Monolithic PoSt work never reaches the tracker: only the log shows it.
+    * GetStatus (engine.rs get_status): ``queues`` holds requests the scheduler has not dispatched
+      yet, and reports nothing of partitions synthesising, so it reads idle while they run without
+      status_listen; its pending requests still count (``queued``), as do GPU workers' current jobs.
+    """
+    items = list(known)
+    seen = {item.job_id for item in known if item.job_id} | set(finished)
+    if document is not None:
+        try:
+            for job in document["pipelines"]:
+                job_id = str(job["job_id"])
+                live = [p["state"] for p in job["partitions"] if p["state"] in _LIVE_PARTITION_STATES]
+                if not live or job_id in seen or any(p["state"] == "failed" for p in job["partitions"]):
+                    continue
+                seen.add(job_id)
+                done = int(job["partitions_done"])
+                counts = ", ".join(f"{live.count(state)} {state}" for state in _LIVE_PARTITION_STATES if state in live)
+                age = job.get("started_secs_ago")
+                items.append(
+                    InFlight(
+                        job_id,
+                        f"{counts}, {done}/{job['total_partitions']} done",
+                        float(age) if isinstance(age, int | float) else None,
+                        "/status",
+                    )
+                )
+            queued = max(queued, int(document["counters"]["queue_depth"]))
+        except (KeyError, TypeError, ValueError) as error:
+            raise StatusError(f"unexpected /status document: {error}") from error
+    for job_id in gpu_jobs:
+        if job_id not in seen:
+            seen.add(job_id)
+            items.append(InFlight(job_id, "on a GPU", None, "GetStatus"))
+    if queued:
+        items.append(InFlight("", f"{queued} request{'s' if queued != 1 else ''} waiting in the scheduler queue",
+                              None, "GetStatus"))  # fmt: skip
+    return items

@@ -180,11 +180,23 @@ class KnobField(Vertical):
         return any(p.severity is Severity.ERROR for p in self.problems)
 
 
+def drain_text(in_flight: list[str]) -> Text:
+    """The apply's drain: what a restart now would kill, and the key that does it anyway."""
+    if not in_flight:
+        return Text("drained: nothing in flight; restarting")
+    text = Text(f"draining: waiting for {len(in_flight)} in flight before the restart\n", style="bold")
+    for line in in_flight:
+        text.append(f"  · {line}\n")
+    text.append("ctrl+k restarts anyway (what is listed is killed)", style="dim")
+    return text
+
+
 class KnobsScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+s", "apply", "Apply", priority=True),
         Binding("ctrl+r", "revert", "Revert", priority=True),
         Binding("ctrl+e", "toggle_sections", "Expand/collapse", priority=True),
+        Binding("ctrl+k", "restart_anyway", "Restart anyway", priority=True),
     ]
 
     DEFAULT_CSS = """
@@ -342,8 +354,14 @@ class KnobsScreen(Screen[None]):
     # ---- actions ------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "restart_anyway":  # only while an apply waits for work in flight
+            return self._applying and self.controller.drain_in_flight() is not None
         # Hidden from the footer in a replay, which changes nothing.
         return not (action in ("apply", "revert") and self.controller.read_only)
+
+    def action_restart_anyway(self) -> None:
+        self.controller.restart_anyway()
+        self._show_stage()
 
     def action_revert(self) -> None:
         for f in self.fields:
@@ -386,6 +404,8 @@ class KnobsScreen(Screen[None]):
         self._runs_before = self.controller.model.daemon.runs
         self.query_one("#knobs-progress").add_class("-busy")
         self._show_stage()
+        # The drain's list changes (ages grow) even when the model does not: redraw it each second.
+        ticker = self.set_interval(1.0, self._show_stage)
         try:
             await self.controller.apply_config(changes)
         except Exception as exc:
@@ -393,13 +413,19 @@ class KnobsScreen(Screen[None]):
         else:
             self.notify(f"applied {len(changes)} change(s); the daemon restarted", title="Knobs")
         finally:
+            ticker.stop()
             self._applying = False
             self.query_one("#knobs-progress").remove_class("-busy")
+            self.refresh_bindings()
             self._take_running(self.controller.config_values())
 
     def _show_stage(self) -> None:
-        stage = apply_stage(self.controller.model, self._runs_before)
+        stage = Text(apply_stage(self.controller.model, self._runs_before))
+        in_flight = self.controller.drain_in_flight()
+        if in_flight is not None:
+            stage = drain_text(in_flight)
         self.query_one("#knobs-stage", Static).update(stage)
+        self.refresh_bindings()
 
     def _take_running(self, running: Mapping[str, Any]) -> None:
         """Adopt new running values; fields the operator has not edited follow them."""
