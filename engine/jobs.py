@@ -108,6 +108,9 @@ class Job:
     partitions: list[Partition] = field(default_factory=list)
     failed: bool = False
     completed_at: float | None = None  # when status.rs job_completed was told (partitioned only)
+    # Partition proofs the parsed input holds (None: all the circuit needs); a partition beyond
+    # them fails its synthesis as upstream's does.
+    vanilla_partitions: int | None = None
 
     @property
     def facts(self) -> KindFacts:

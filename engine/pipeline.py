@@ -641,8 +641,13 @@ class Engine:
         if shown is not None:
             shown.state, shown.synth_started = PartState.SYNTHESIZING, synth_started
         self.synth_active += 1
-        self.log.timeline("SYNTH_START", job.job_id, f"partition={p}")
         self.buffers["synth"] += 1
+        self.log.timeline("SYNTH_START", job.job_id, f"partition={p}")
+        if job.vanilla_partitions is not None and p >= job.vanilla_partitions:
+            # pipeline.rs build_partition_circuit_from_parsed: the input has no proof for it.
+            self._partition_failed(job, p, f"partition {p} >= vanilla_proofs.len() {job.vanilla_partitions}")
+            reservation.release()
+            return
         span = (
             Span(
                 "synthesize_snap_deals_partition"
@@ -738,6 +743,22 @@ class Engine:
             if dropped.partition is None:
                 for job in dropped.jobs:
                     self.residency.release_srs(job.facts.circuit_id)
+
+    def _partition_failed(self, job: Job, p: int, error: str) -> None:
+        """engine.rs synthesis worker, ``Ok(Err(e))`` branch, with status.rs's leaks: the partition
+        shows "failed", ``synthesis.active`` (and the synth buffer count) is never lowered, and the
+        job is never reported completed to the tracker, so it stays in /status ``pipelines``."""
+        shown = self._status_partition(job, p)  # status.rs partition_failed
+        if shown is not None:
+            shown.state = PartState.FAILED
+        self.log.error(
+            tracing.ENGINE, msg.PARTITION_SYNTH_FAILED, ("error", error), ("job_id", job.job_id), ("partition", p)
+        )
+        assembler = self.assemblers.get(job.job_id)
+        if assembler is not None and not assembler.failed:
+            assembler.failed = True
+            self.residency.release_srs(job.facts.circuit_id)  # the partitions' SRS references go
+            self._fail(job, f"partition {p} synthesis failed: {error}")
 
     async def _checkout_pinned(self, circuit_id: str, constraints: int, span: tuple[Span, ...]) -> list[PinnedBuffer]:
         """Three pinned a/b/c buffers for a hinted partition synthesis; [] = unpinned fallback."""

@@ -286,3 +286,35 @@ async def test_the_evictor_is_asked_for_the_whole_amount_and_every_oversized_acq
     warned = captured.messages(msg.ACQUIRE_EXCEEDS_BUDGET)
     assert len(warned) == 2
     assert warned[0].endswith(f"WARN cuzk_core::memory: {msg.ACQUIRE_EXCEEDS_BUDGET} amount_gib=20 total_gib=10")
+
+
+async def test_a_partition_failure_leaks_in_the_status_tracker_as_upstreams_does(
+    make_engine: Factory, captured: Captured
+) -> None:
+    e = await make_engine()
+    service = ProvingService(e)
+    job, _ = e.submit(porep("porep-short"))
+    job.vanilla_partitions = 9  # a C1 with nine partition proofs for a ten-partition circuit
+    waiter = e.await_result("porep-short")
+    assert isinstance(waiter, asyncio.Future)
+    result = await asyncio.wait_for(waiter, 60)
+    assert result.status is Status.FAILED
+    assert result.error == "partition 9 synthesis failed: partition 9 >= vanilla_proofs.len() 9"
+    (line,) = captured.messages(msg.PARTITION_SYNTH_FAILED)
+    assert line.endswith(
+        f"ERROR cuzk_core::engine: {msg.PARTITION_SYNTH_FAILED} error=partition 9 >= vanilla_proofs.len() 9 "
+        "job_id=porep-short partition=9"
+    )
+    # The other nine partitions still come out of synthesis and are dropped one way or another.
+    dropped = (msg.SKIPPING_GPU_FAILED, msg.DISCARDING_FAILED_RESULT, msg.PARTITION_GPU_COMPLETE)
+    await until(lambda: sum(len(captured.messages(m)) for m in dropped) == 9, "the nine other partitions")
+    e.prune_pipelines()
+    document = status_document(e)
+    # status.rs: synth_active is never lowered for the failure, the job never leaves `pipelines`,
+    # and its failure is not counted there; GetStatus (engine.rs JobTracker) counts it.
+    assert document["synthesis"]["active"] == 1
+    (pipeline,) = document["pipelines"]
+    assert pipeline["job_id"] == "porep-short" and pipeline["partitions"][9]["state"] == "failed"
+    assert document["counters"]["total_failed"] == 0
+    status = await service.GetStatus(pb.GetStatusRequest(), Context())
+    assert status.total_proofs_failed == 1
