@@ -50,6 +50,20 @@ SRS_EVICTED: Final = "SRS evicted"
 
 # cuzk-core/src/pipeline.rs -----------------------------------------------------------------------
 PCE_EVICTED: Final = "PCE evicted"
+# Monolithic syntheses (synthesize_porep_c2_multi, synthesize_snap_deals, synthesize_winning_post,
+# synthesize_window_post), in their order.
+MULTI_STARTING: Final = "starting multi-sector PoRep C2 synthesis"
+MULTI_SYNTHESIZING: Final = "synthesizing all circuits (multi-sector batch)"
+MULTI_COMPLETE: Final = "multi-sector batch synthesis complete"
+SNAP_BUILDING: Final = "building SnapDeals circuits"
+SNAP_SYNTHESIZING: Final = "synthesizing SnapDeals circuits"
+SNAP_COMPLETE: Final = "SnapDeals synthesis complete"
+WINNING_BUILDING: Final = "building WinningPoSt circuit"
+WINNING_SYNTHESIZING: Final = "synthesizing WinningPoSt circuits"
+WINNING_COMPLETE: Final = "WinningPoSt synthesis complete"
+WINDOW_BUILDING: Final = "building WindowPoSt circuit"
+WINDOW_SYNTHESIZING: Final = "synthesizing WindowPoSt circuit"
+WINDOW_COMPLETE: Final = "WindowPoSt synthesis complete"
 PARTITION_SYNTH_COMPLETE: Final = "partition synthesis complete"
 SNAP_PARTITION_SYNTH_COMPLETE: Final = "SnapDeals partition synthesis complete"
 
@@ -76,6 +90,7 @@ PROOF_ASSEMBLED: Final = "Phase 7: all partitions complete, proof assembled"
 SYNTHESIS_COMPLETE_TO_GPU: Final = "synthesis complete, sending to GPU"
 BATCH_SPLITTING: Final = "batched proof completed — splitting results"
 BATCH_SECTOR_DELIVERED: Final = "sector proof delivered from batch"
+SPLIT_BATCH_FAILED: Final = "failed to split batched proofs"
 PROOF_COMPLETED_PIPELINE: Final = "proof completed successfully (pipeline)"
 MONO_WORKER_STARTED: Final = "monolithic GPU worker started"
 MONO_WORKER_SHUTDOWN: Final = "monolithic GPU worker received shutdown signal"

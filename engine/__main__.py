@@ -162,7 +162,7 @@ async def serve(config: Config, listen: str, log: Logger) -> None:
         if seen_sigint:
             return  # later SIGINTs are swallowed
         seen_sigint = True
-        log.info(tracing.DAEMON, "received SIGINT, shutting down")
+        log.info(tracing.DAEMON, msg.RECEIVED_SIGINT)
         engine.shutdown()
 
     asyncio.get_running_loop().add_signal_handler(signal.SIGINT, on_sigint)
@@ -172,7 +172,7 @@ async def serve(config: Config, listen: str, log: Logger) -> None:
         status_server = await status_task if status_task is not None else None
         if status_server is not None:
             status_server.close()
-    log.info(tracing.DAEMON, "cuzk-daemon stopped")
+    log.info(tracing.DAEMON, msg.DAEMON_STOPPED)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -195,12 +195,12 @@ def main(argv: list[str] | None = None) -> None:
                 + PRODUCTION_SOCKET,
                 ("listen", listen),
             )
-        log.info(tracing.DAEMON, "configuration loaded", ("listen", listen))
+        log.info(tracing.DAEMON, msg.CONFIGURATION_LOADED, ("listen", listen))
         if config.gpu_threads > 0:
             os.environ["CUZK_GPU_THREADS"] = str(config.gpu_threads)
-            log.info(tracing.DAEMON, "set CUZK_GPU_THREADS for C++ groth16_pool", ("gpu_threads", config.gpu_threads))
+            log.info(tracing.DAEMON, msg.SET_GPU_THREADS, ("gpu_threads", config.gpu_threads))
         threads = config.synthesis_threads or config.engine.cpus
-        log.info(tracing.DAEMON, "rayon global thread pool configured", ("rayon_threads", threads))
+        log.info(tracing.DAEMON, msg.RAYON_CONFIGURED, ("rayon_threads", threads))
         asyncio.run(serve(config, listen, log))
     except Fatal as fatal:
         tracing.write_stderr(tracing.fatal_report(fatal.context, fatal.causes))

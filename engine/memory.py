@@ -47,7 +47,7 @@ class Reservation:
         if amount is not None:
             self._budget.log.debug(
                 tracing.MEMORY,
-                "partial reservation release",
+                msg.PARTIAL_RELEASE,
                 ("released_gib", gib(part)),
                 ("remaining_gib", gib(self.amount)),
             )
@@ -74,7 +74,7 @@ class Budget:
         self.used += amount
         self.log.debug(
             tracing.MEMORY,
-            "budget acquired",
+            msg.BUDGET_ACQUIRED,
             ("amount_gib", gib(amount)),
             ("used_gib", gib(self.used)),
             ("total_gib", gib(self.total)),

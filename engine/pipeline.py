@@ -83,7 +83,7 @@ from .jobs import (
 )
 from .memory import Arena, Block, Budget, Reservation, gib
 from .pinned import SCALAR_SIZE, PinnedBuffer, PinnedPool
-from .prover import prover_lines
+from .prover import mono_synthesis_lines, prover_lines
 from .queues import ClosableQueue
 from .srs import CONSTRAINTS, Residency
 from .timemodel import Clock, CpuPool
@@ -100,18 +100,6 @@ COMPLETED_RETENTION_S: Final = 30.0  # /status keeps finished pipelines this lon
 DURATION_WINDOW: Final = 1000  # GetMetrics summarises the last ≤1000 completions
 DEFAULT_MEM_TOTAL: Final = 256 * GiB  # what "auto" assumes when /proc/meminfo is unreadable
 GROWTH_STEPS: Final = 8  # a synthesis maps its memory in this many steps as it progresses
-LABELS: Final = {
-    ProofKind.POREP_SEAL_COMMIT: "PoRep",
-    ProofKind.SNAP_DEALS_UPDATE: "SnapDeals",
-    ProofKind.WINDOW_POST_PARTITION: "WindowPoSt",
-    ProofKind.WINNING_POST: "WinningPoSt",
-}
-MONO_SPAN: Final = {
-    ProofKind.WINNING_POST: "synthesize_winning_post",
-    ProofKind.WINDOW_POST_PARTITION: "synthesize_window_post",
-    ProofKind.SNAP_DEALS_UPDATE: "synthesize_snap_deals",
-    ProofKind.POREP_SEAL_COMMIT: "synthesize_porep_c2_batch",
-}
 
 
 def read_mem_total() -> int | None:
@@ -231,8 +219,8 @@ class Engine:
         )
         self.pinned = PinnedPool(self.arena, self.clock, log)
         self.budget.evictor = self._evict  # pinned pool first, then SRS/PCE (reference §6.5)
-        log.info(tracing.ENGINE, "memory budget initialized", ("total_budget_gib", gib(self.budget.total)))
-        log.info(tracing.ENGINE, "CUDA pinned memory pool initialized")
+        log.info(tracing.ENGINE, msg.MEMORY_BUDGET_INITIALIZED, ("total_budget_gib", gib(self.budget.total)))
+        log.info(tracing.ENGINE, msg.PINNED_POOL_INITIALIZED)
         # engine.rs JobTracker: waiters (``pending``) and kept results (``completed``) per job id.
         self.waiters: dict[str, list[asyncio.Future[JobResult]]] = {}
         self.results: dict[str, JobResult] = {}
@@ -275,13 +263,13 @@ class Engine:
 
     def start(self) -> None:
         log, c = self.log, self.config
-        log.info(tracing.ENGINE, "starting cuzk engine", ("pipeline_enabled", c.pipeline_enabled))
+        log.info(tracing.ENGINE, msg.STARTING_ENGINE, ("pipeline_enabled", c.pipeline_enabled))
         log.start_epoch()
-        log.info(tracing.ENGINE, "evictor callback wired")
+        log.info(tracing.ENGINE, msg.EVICTOR_WIRED)
         per_device = len(self.workers) // len(self.devices) if self.devices else max(1, c.gpu_workers_per_device)
         log.info(
             tracing.ENGINE,
-            "initializing GPU workers",
+            msg.INITIALIZING_GPU_WORKERS,
             ("num_gpus", len(self.devices)),
             ("gpu_workers_per_device", per_device),
             ("total_workers", len(self.workers)),
@@ -289,10 +277,10 @@ class Engine:
         )
         if not c.pipeline_enabled:
             # engine.rs start(): each worker logs its start from inside its spawned task, so the
-            # line comes after "cuzk engine started" and after the daemon's listen lines.
+            # line comes after msg.ENGINE_STARTED and after the daemon's listen lines.
             for worker in self.workers:
                 self._spawn(self._legacy_worker(worker))
-            log.info(tracing.ENGINE, "cuzk engine started", ("num_workers", len(self.workers)), ("pipeline", False))
+            log.info(tracing.ENGINE, msg.ENGINE_STARTED, ("num_workers", len(self.workers)), ("pipeline", False))
             return
         if self.pacer is not None:
             log.info(tracing.ENGINE, "GPU queue target dispatch pacer enabled", ("gpu_queue_target", self.pacer.target))
@@ -327,13 +315,13 @@ class Engine:
         for worker in self.workers:
             log.info(
                 tracing.ENGINE,
-                "pipeline GPU worker started",
+                msg.PIPELINE_WORKER_STARTED,
                 ("worker_id", worker.worker_id),
                 ("gpu", worker.gpu),
                 ("sub_id", worker.worker_id % per_device),
             )
             self._spawn(self._gpu_worker(worker))
-        log.info(tracing.ENGINE, "cuzk engine started", ("num_workers", len(self.workers)), ("pipeline", True))
+        log.info(tracing.ENGINE, msg.ENGINE_STARTED, ("num_workers", len(self.workers)), ("pipeline", True))
 
     async def _evict(self, needed: int) -> int:
         """The budget's evictor: idle pinned buffers first, then idle SRS/PCE (reference §6.5)."""
@@ -358,16 +346,16 @@ class Engine:
             return
         self.stopping = True
         log = self.log
-        log.info(tracing.ENGINE, "shutting down cuzk engine")
+        log.info(tracing.ENGINE, msg.SHUTTING_DOWN_ENGINE)
         self.scheduler.close()
         self.synth_queue.close()
         self._handoff.close()
         self.gpu_queue.close()
         if self._dispatcher is not None:
             self._dispatcher.cancel()  # it may be blocked on the budget; it holds no work
-            log.info(tracing.ENGINE, "synthesis dispatcher received shutdown signal")
-            log.info(tracing.ENGINE, "synthesis dispatcher stopped")
-            log.info(tracing.ENGINE, "dispatcher: shutdown")
+            log.info(tracing.ENGINE, msg.DISPATCHER_SHUTDOWN_SIGNAL)
+            log.info(tracing.ENGINE, msg.DISPATCHER_STOPPED)
+            log.info(tracing.ENGINE, msg.DISPATCHER_SHUTDOWN)
 
     async def aclose(self) -> None:
         """Cancels every task (tests and in-process benchmarks)."""
@@ -417,7 +405,7 @@ class Engine:
         self.scheduler.push((-priority, job.arrival), job)
         self.log.info(
             tracing.SCHEDULER,
-            "job enqueued",
+            msg.JOB_ENQUEUED,
             ("job_id", job_id),
             ("proof_kind", job.facts.display),
             ("priority", PRIORITY_NAMES[priority]),
@@ -480,7 +468,7 @@ class Engine:
 
     def _dequeued(self, job: Job) -> None:
         display = job.facts.display
-        self.log.info(tracing.SCHEDULER, "job dequeued for proving", ("job_id", job.job_id), ("proof_kind", display))
+        self.log.info(tracing.SCHEDULER, msg.JOB_DEQUEUED, ("job_id", job.job_id), ("proof_kind", display))
 
     async def _collect_batch(self, first: Job) -> list[Job]:
         batch = [first]
@@ -535,9 +523,7 @@ class Engine:
         self.assemblers[job.job_id] = Assembler(job, [None] * facts.partitions)
         self.log.info(
             tracing.ENGINE,
-            "dispatching per-partition SnapDeals synthesis (budget-gated)"
-            if snap
-            else "dispatching per-partition synthesis (budget-gated)",
+            msg.DISPATCHING_SNAP_PARTITIONS if snap else msg.DISPATCHING_PARTITIONS,
             ("job_id", job.job_id),
             ("num_partitions", facts.partitions),
             ("budget_available_gib", gib(self.budget.available)),
@@ -547,7 +533,7 @@ class Engine:
         job.job_seq = next(self._job_seqs)
         self.log.info(
             tracing.ENGINE,
-            "assigned SnapDeals pipeline sequence number" if snap else "assigned pipeline sequence number",
+            msg.ASSIGNED_SNAP_SEQUENCE if snap else msg.ASSIGNED_SEQUENCE,
             ("job_id", job.job_id),
             ("job_seq", job.job_seq),
             span=(span,),
@@ -570,7 +556,7 @@ class Engine:
             if self._assembly_failed(job):
                 self.log.info(
                     tracing.ENGINE,
-                    "skipping synthesis for failed job",
+                    msg.SKIPPING_SYNTHESIS_FAILED,
                     ("job_id", job.job_id),
                     ("partition", part.index),
                 )
@@ -604,7 +590,7 @@ class Engine:
         while True:
             entry = await self._handoff.get()
             if entry is None:
-                self.log.info(tracing.ENGINE, "synthesis worker received shutdown", ("sw_id", sw_id))
+                self.log.info(tracing.ENGINE, msg.SYNTH_WORKER_SHUTDOWN, ("sw_id", sw_id))
                 return
             self._channel_slots.release()
             await self._synthesize(*entry)
@@ -713,9 +699,9 @@ class Engine:
         part.synth_ms = synth_ms
         self.log.info(
             tracing.PIPELINE,
-            "SnapDeals partition synthesis complete"
+            msg.SNAP_PARTITION_SYNTH_COMPLETE
             if facts.kind is ProofKind.SNAP_DEALS_UPDATE
-            else "partition synthesis complete",
+            else msg.PARTITION_SYNTH_COMPLETE,
             ("partition", p),
             ("synth_ms", synth_ms),
             ("is_pinned", bool(pinned)),
@@ -798,45 +784,30 @@ class Engine:
         batch = [job for job in batch if not job.failed]
         if not batch:
             return
-        circuits = facts.partitions * len(batch)
-        # engine.rs process_batch: only a multi-sector PoRep batch reserves the batch figure.
         porep_batch = len(batch) > 1 and facts.kind is ProofKind.POREP_SEAL_COMMIT
+        # engine.rs process_batch: only a multi-sector PoRep batch synthesises every sector (and
+        # reserves the batch figure); any other kind synthesises its first request alone.
+        circuits = facts.partitions * (len(batch) if porep_batch else 1)
         reservation = await self.budget.acquire(BATCH_RESERVATION if porep_batch else facts.full_reservation)
         started = time.monotonic()
         # engine.rs process_batch: TIMELINE names the batch's first request only (SYNTH_START,
         # SYNTH_END, GPU_QUEUE here; GPU_PICKUP, GPU_START, GPU_END in the GPU worker).
         self.log.timeline("SYNTH_START", first.job_id, f"kind={facts.display}")
-        name = (
-            MONO_SPAN[facts.kind]
-            if len(batch) == 1 or facts.kind is not ProofKind.POREP_SEAL_COMMIT
-            else ("synthesize_porep_c2_multi")
-        )
-        synth_span = (span, Span(name, (("job_id", Quoted(first.job_id)),)))
-        label = LABELS[facts.kind]
-        self.log.info(tracing.PIPELINE, f"building {label} circuit", ("num_sectors", len(batch)), span=synth_span)
-        self.log.info(tracing.PIPELINE, f"synthesizing {label} circuits", ("num_circuits", circuits), span=synth_span)
+        lines = mono_synthesis_lines(batch, circuits)
+        # pipeline.rs synthesize_*: run on a blocking thread, so only their own span, not the batch's.
+        for message, fields in lines.before:
+            self.log.info(tracing.PIPELINE, message, *fields, span=(lines.span,))
         # Not counted in /status synthesis.active: status.rs only hears of partition syntheses.
         abc, aux = await self._grow_synthesis(timemodel.SYNTH_S[facts.kind], RssShape.of(facts), circuits)
         synth_ms = ms_since(started)
-        if len(batch) > 1:
-            self.log.info(
-                tracing.PIPELINE, "multi-sector batch synthesis complete", ("synth_ms", synth_ms), span=synth_span
-            )
-        else:
-            self.log.info(
-                tracing.PIPELINE,
-                f"{label} synthesis complete",
-                ("synth_ms", synth_ms),
-                ("num_constraints", CONSTRAINTS[facts.kind]),
-                span=synth_span,
-            )
+        self.log.info(tracing.PIPELINE, lines.done, ("synth_ms", synth_ms), *lines.done_fields, span=(lines.span,))
         for _ in batch:
             await self.residency.acquire_srs(facts.circuit_id)
         self.log.timeline("SYNTH_END", first.job_id, f"synth_ms={synth_ms}")
         self.residency.start_extraction(facts)
         self.log.info(
             tracing.ENGINE,
-            "synthesis complete, sending to GPU",
+            msg.SYNTHESIS_COMPLETE_TO_GPU,
             ("synth_ms", synth_ms),
             ("circuit_id", facts.circuit_id),
             ("batch_size", len(batch)),
@@ -853,10 +824,8 @@ class Engine:
         while True:
             item = await self.gpu_queue.get()
             if item is None:
-                self.log.info(
-                    tracing.ENGINE, "pipeline GPU worker received shutdown signal", ("worker_id", worker.worker_id)
-                )
-                self.log.info(tracing.ENGINE, "pipeline GPU worker stopped", ("worker_id", worker.worker_id))
+                self.log.info(tracing.ENGINE, msg.PIPELINE_WORKER_SHUTDOWN, ("worker_id", worker.worker_id))
+                self.log.info(tracing.ENGINE, msg.PIPELINE_WORKER_STOPPED, ("worker_id", worker.worker_id))
                 return
             await self._prove(worker, item)
 
@@ -876,7 +845,7 @@ class Engine:
             # the worker on this partition (nothing calls partition_gpu_end for it).
             self.log.info(
                 tracing.ENGINE,
-                "skipping GPU prove for failed partitioned job",
+                msg.SKIPPING_GPU_FAILED,
                 ("job_id", job.job_id),
                 ("partition", option(p)),
             )
@@ -1051,7 +1020,7 @@ class Engine:
         assembler.synth_ms += synth_ms
         self.log.info(
             tracing.ENGINE,
-            "partition GPU prove complete",
+            msg.PARTITION_GPU_COMPLETE,
             ("job_id", job.job_id),
             ("partition", p),
             ("gpu_ms", gpu_ms),
@@ -1076,7 +1045,7 @@ class Engine:
         # Logged before any self-check (engine.rs process_partition_result).
         self.log.info(
             tracing.ENGINE,
-            "Phase 7: all partitions complete, proof assembled",
+            msg.PROOF_ASSEMBLED,
             ("job_id", job.job_id),
             ("proof_len", len(proof)),
             ("total_ms", total_ms),
@@ -1114,6 +1083,17 @@ class Engine:
             ("process_ms", process_ms),
             ("total_ms", process_ms),
         )
+        if len(item.jobs) > 1 and item.facts.kind is not ProofKind.POREP_SEAL_COMMIT:
+            # engine.rs: a non-PoRep batch proved its first request only and has no sector
+            # boundaries, so pipeline.rs split_batched_proofs refuses the bytes: all fail.
+            error = (
+                f"proof bytes length mismatch: got {item.facts.proof_bytes_per_partition * item.circuits}, "
+                f"expected 0 (0 partitions × {item.facts.proof_bytes_per_partition} bytes)"
+            )
+            self.log.error(tracing.ENGINE, msg.SPLIT_BATCH_FAILED, ("error", error))
+            for job in item.jobs:
+                self._fail(job, f"proof split failed: {error}")
+            return
         per_job = item.circuits // len(item.jobs)
         proofs = [b"".join(partition_proof(job.digest, i) for i in range(per_job)) for job in item.jobs]
         if len(item.jobs) > 1:
@@ -1121,7 +1101,7 @@ class Engine:
             # sector, and no "proof completed successfully (pipeline)".
             self.log.info(
                 tracing.ENGINE,
-                "batched proof completed — splitting results",
+                msg.BATCH_SPLITTING,
                 ("total_proof_bytes", sum(len(proof) for proof in proofs)),
                 ("num_sectors", len(item.jobs)),
                 ("synth_ms", item.synth_ms),
@@ -1133,7 +1113,7 @@ class Engine:
             if len(item.jobs) > 1:
                 self.log.info(
                     tracing.ENGINE,
-                    "sector proof delivered from batch",
+                    msg.BATCH_SECTOR_DELIVERED,
                     ("sector_idx", index),
                     ("job_id", job.job_id),
                     ("proof_len", len(proof)),
@@ -1143,7 +1123,7 @@ class Engine:
                 continue
             self.log.info(
                 tracing.ENGINE,
-                "proof completed successfully (pipeline)",
+                msg.PROOF_COMPLETED_PIPELINE,
                 ("proof_len", len(proof)),
                 ("total_ms", total_ms),
                 ("queue_ms", queue_ms),
@@ -1185,18 +1165,18 @@ class Engine:
         """engine.rs start(), monolithic workers: one whole proof at a time per GPU, straight from
         the scheduler: no TIMELINE, no partitions, no /status entries, SRS outside the budget."""
         w = worker.worker_id
-        self.log.info(tracing.ENGINE, "monolithic GPU worker started", ("worker_id", w), ("gpu", worker.gpu))
+        self.log.info(tracing.ENGINE, msg.MONO_WORKER_STARTED, ("worker_id", w), ("gpu", worker.gpu))
         while True:
             job = await self.scheduler.get()
             if job is None:
-                self.log.info(tracing.ENGINE, "monolithic GPU worker received shutdown signal", ("worker_id", w))
+                self.log.info(tracing.ENGINE, msg.MONO_WORKER_SHUTDOWN, ("worker_id", w))
                 break
             self._dequeued(job)
             span = Span(
                 "monolithic_worker",
                 (("worker_id", w), ("gpu", worker.gpu), ("job_id", job.job_id), ("proof_kind", job.facts.display)),
             )
-            self.log.info(tracing.ENGINE, "processing job (monolithic)", span=(span,))
+            self.log.info(tracing.ENGINE, msg.PROCESSING_MONOLITHIC, span=(span,))
             worker.job, worker.kind = job, job.facts.display
             error = await self._parse(job)
             prove_ms = 0
@@ -1205,7 +1185,7 @@ class Engine:
                 facts = job.facts
                 prover = prover_lines(job.request, job.job_id)
                 for message, fields in prover.before:
-                    self.log.info(tracing.PROVER, message, *fields, span=(span, prover.span))
+                    self.log.info(tracing.PROVER, message, *fields, span=(prover.span,))
                 seconds = facts.partitions * (timemodel.SYNTH_S[facts.kind] + timemodel.GPU_MUTEX_S[facts.kind])
                 await self.clock.sleep(self._jittered(seconds))
                 prove_ms = ms_since(started)
@@ -1215,18 +1195,18 @@ class Engine:
                     prover.done,
                     ("proof_len", len(proof)),
                     *prover.done_fields(prove_ms),
-                    span=(span, prover.span),
+                    span=(prover.span,),
                 )
             total_ms = ms_since(job.submitted)
             # engine.rs: the worker's current job is cleared before the result is recorded.
             worker.job, worker.kind = None, ""
             if error is not None:
-                self.log.error(tracing.ENGINE, "proof failed", ("error", error), span=(span,))
+                self.log.error(tracing.ENGINE, msg.PROOF_FAILED, ("error", error), span=(span,))
                 self._fail(job, error)
                 continue
             self.log.info(
                 tracing.ENGINE,
-                "proof completed successfully (monolithic)",
+                msg.PROOF_COMPLETED_MONOLITHIC,
                 ("proof_len", len(proof)),
                 ("total_ms", total_ms),
                 ("queue_ms", total_ms - prove_ms),
@@ -1235,7 +1215,7 @@ class Engine:
                 span=(span,),
             )
             self._complete(job, JobResult(Status.COMPLETED, proof, "", total_ms - prove_ms, 0, prove_ms, total_ms))
-        self.log.info(tracing.ENGINE, "monolithic GPU worker stopped", ("worker_id", w))
+        self.log.info(tracing.ENGINE, msg.MONO_WORKER_STOPPED, ("worker_id", w))
 
     # Views --------------------------------------------------------------------------------------------
 

@@ -17,7 +17,8 @@ from typing import Final
 from cuzktui import daemon_messages as msg
 from cuzktui.daemon_facts import ProofKind
 
-from .jobs import ProofRequest
+from .jobs import Job, ProofRequest
+from .srs import CONSTRAINTS
 from .tracing import Fields, Quoted, Span
 
 # Debug names of the proof types, from their FFI numbers (prover.rs registered_post_proof_from_u64,
@@ -153,4 +154,58 @@ def prover_lines(request: ProofRequest, job_id: str) -> ProverLines:
         ),
         msg.WINDOW_POST_PROOF_COMPLETED,
         porep=False,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SynthesisLines:
+    """The lines of a monolithic synthesis in pipeline mode (pipeline.rs synthesize_*)."""
+
+    span: Span
+    before: tuple[tuple[str, Fields], ...]
+    done: str  # logged with synth_ms, then ``done_fields``
+    done_fields: Fields
+
+
+def mono_synthesis_lines(batch: list[Job], circuits: int) -> SynthesisLines:
+    first = batch[0].request
+    job_id = ("job_id", Quoted(batch[0].job_id))
+    kind = first.kind
+    constraints = ("num_constraints", CONSTRAINTS[kind])
+    if kind is ProofKind.POREP_SEAL_COMMIT:  # only batches get here: a single PoRep is partitioned
+        sectors = ("num_sectors", len(batch))
+        return SynthesisLines(
+            Span("synthesize_porep_c2_multi", (job_id, sectors)),
+            ((msg.MULTI_STARTING, (sectors,)), (msg.MULTI_SYNTHESIZING, (sectors, ("total_circuits", circuits)))),
+            msg.MULTI_COMPLETE,
+            (("num_circuits", circuits), constraints),
+        )
+    if kind is ProofKind.SNAP_DEALS_UPDATE:
+        return SynthesisLines(
+            Span("synthesize_snap_deals", (job_id,)),
+            (
+                (msg.SNAP_BUILDING, (("num_partitions", circuits), ("num_vanilla_proofs", len(first.vanilla_proofs)))),
+                (msg.SNAP_SYNTHESIZING, (("num_circuits", circuits),)),
+            ),
+            msg.SNAP_COMPLETE,
+            (("num_circuits", circuits), constraints),
+        )
+    if kind is ProofKind.WINNING_POST:
+        return SynthesisLines(
+            Span("synthesize_winning_post", (job_id,)),
+            (
+                (msg.WINNING_BUILDING, (("num_sectors", len(first.vanilla_proofs)),)),
+                (msg.WINNING_SYNTHESIZING, (("num_circuits", circuits),)),
+            ),
+            msg.WINNING_COMPLETE,
+            (constraints,),
+        )
+    return SynthesisLines(
+        Span("synthesize_window_post", (job_id, ("partition", first.partition_index))),
+        (
+            (msg.WINDOW_BUILDING, (("num_sectors", len(first.vanilla_proofs)), ("partition", first.partition_index))),
+            (msg.WINDOW_SYNTHESIZING, ()),
+        ),
+        msg.WINDOW_COMPLETE,
+        (constraints,),
     )

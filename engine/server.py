@@ -89,7 +89,7 @@ class ProvingService(proving_pb2_grpc.ProvingEngineServicer):
 
     async def _answer(self, waiter: asyncio.Future[JobResult], context: Any) -> JobResult:
         """Waits for this caller's own waiter. A grpc-timeout that runs out on the server ends the
-        call as tonic's timeout layer does (CANCELLED, "Timeout expired"); the job goes on, like
+        call as tonic's timeout layer does (CANCELLED, msg.TIMEOUT_EXPIRED); the job goes on, like
         an abandoned waiter's does upstream (engine.rs: only the dropped receiver goes away)."""
         remaining = context.time_remaining()
         try:
@@ -99,7 +99,7 @@ class ProvingService(proving_pb2_grpc.ProvingEngineServicer):
             raise AssertionError("abort returns only by raising") from None
 
     async def SubmitProof(self, request: pb.SubmitProofRequest, context: Any) -> pb.SubmitProofResponse:
-        self._log_arrival("SubmitProof", request)
+        self._log_arrival(msg.RPC_SUBMIT, request)
         await self._check_submit(request, context)
         job, position = self.engine.submit(_request(request))
         return pb.SubmitProofResponse(job_id=job.job_id, queue_position=position, assigned_gpu="")
@@ -117,14 +117,14 @@ class ProvingService(proving_pb2_grpc.ProvingEngineServicer):
         if not request.HasField("submit"):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "missing submit field")
         submit = request.submit
-        self._log_arrival("Prove", submit)
+        self._log_arrival(msg.RPC_PROVE, submit)
         await self._check_submit(submit, context)
         result = await self._answer(self.engine.prove(_request(submit)), context)
         # Prove echoes the request id, so a generated UUID is not returned (reference §1.5).
         return pb.ProveResponse(result=_response(submit.request_id, result))
 
     async def CancelProof(self, request: pb.CancelProofRequest, context: Any) -> pb.CancelProofResponse:
-        self.log.warn(tracing.SERVICE, "CancelProof (not yet implemented)", ("job_id", request.job_id))
+        self.log.warn(tracing.SERVICE, msg.CANCEL_NOT_IMPLEMENTED, ("job_id", request.job_id))
         return pb.CancelProofResponse(was_running=False)
 
     async def GetStatus(self, request: pb.GetStatusRequest, context: Any) -> pb.GetStatusResponse:
@@ -167,7 +167,7 @@ class ProvingService(proving_pb2_grpc.ProvingEngineServicer):
         return pb.GetMetricsResponse(prometheus_text=metrics_text(self.engine))
 
     async def PreloadSRS(self, request: pb.PreloadSrsRequest, context: Any) -> pb.PreloadSrsResponse:
-        self.log.info(tracing.SERVICE, "PreloadSRS", ("circuit_id", request.circuit_id))
+        self.log.info(tracing.SERVICE, msg.RPC_PRELOAD, ("circuit_id", request.circuit_id))
         try:
             already, load_ms = await self.engine.residency.acquire_srs(request.circuit_id, preload=True)
         except UnknownCircuit:
@@ -178,7 +178,7 @@ class ProvingService(proving_pb2_grpc.ProvingEngineServicer):
         return pb.PreloadSrsResponse(already_loaded=already, load_time_ms=0 if already else load_ms)
 
     async def EvictSRS(self, request: pb.EvictSrsRequest, context: Any) -> pb.EvictSrsResponse:
-        self.log.warn(tracing.SERVICE, "EvictSRS (not yet implemented)", ("circuit_id", request.circuit_id))
+        self.log.warn(tracing.SERVICE, msg.EVICT_NOT_IMPLEMENTED, ("circuit_id", request.circuit_id))
         return pb.EvictSrsResponse(was_loaded=False, freed_bytes=0)
 
 

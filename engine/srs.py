@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from cuzktui import daemon_messages as msg
 from cuzktui.daemon_facts import KINDS, PCE_EXTRACTION_TRANSIENT, KindFacts, ProofKind
 from cuzktui.units import GiB
 
@@ -265,7 +266,7 @@ class Residency:
             entry.block.free()
             entry.reservation.release()
             freed += entry.size
-            label = "SRS evicted" if kind == "srs" else "PCE evicted"
+            label = msg.SRS_EVICTED if kind == "srs" else msg.PCE_EVICTED
             self.log.info(
                 tracing.SRS if kind == "srs" else tracing.PIPELINE,
                 label,
@@ -275,7 +276,7 @@ class Residency:
             )
             self.log.info(
                 tracing.ENGINE,
-                "evicted for memory pressure",
+                msg.EVICTED_FOR_MEMORY_PRESSURE,
                 ("entry", f"{kind}:{entry.circuit_id}"),
                 ("freed_gib", gib(entry.size)),
             )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+from cuzktui import daemon_messages as msg
+
 from . import tracing
 from .pipeline import Engine
 from .views import status_json
@@ -48,7 +50,7 @@ async def serve_status(engine: Engine, addr: str) -> asyncio.Server | None:
         host, port = split_host_port(addr)
         server = await asyncio.start_server(handle, host, port)
     except (OSError, ValueError) as err:
-        engine.log.error(tracing.DAEMON, "failed to bind status HTTP server", ("addr", addr), ("error", str(err)))
+        engine.log.error(tracing.DAEMON, msg.STATUS_HTTP_BIND_FAILED, ("addr", addr), ("error", str(err)))
         return None
-    engine.log.info(tracing.DAEMON, "status HTTP server listening", ("addr", addr))
+    engine.log.info(tracing.DAEMON, msg.STATUS_HTTP_LISTENING, ("addr", addr))
     return server

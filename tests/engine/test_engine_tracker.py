@@ -318,3 +318,34 @@ async def test_a_partition_failure_leaks_in_the_status_tracker_as_upstreams_does
     assert document["counters"]["total_failed"] == 0
     status = await service.GetStatus(pb.GetStatusRequest(), Context())
     assert status.total_proofs_failed == 1
+
+
+async def test_a_snapdeals_batch_fails_every_request_at_the_split(make_engine: Factory, captured: Captured) -> None:
+    e = await make_engine(max_batch_size=2, max_batch_wait_ms=60_000)
+    snap = [
+        ProofRequest(f"snap-{n}", ProofKind.SNAP_DEALS_UPDATE, vanilla_proofs=[b"p"] * 16, registered_proof=3)
+        for n in "ab"
+    ]
+    results = await asyncio.wait_for(asyncio.gather(*(e.prove(r) for r in snap)), 60)
+    error = "proof bytes length mismatch: got 3072, expected 0 (0 partitions × 192 bytes)"
+    assert [(r.status, r.error) for r in results] == [(Status.FAILED, f"proof split failed: {error}")] * 2
+    (line,) = captured.messages(msg.SPLIT_BATCH_FAILED)
+    assert line.endswith(f"ERROR cuzk_core::engine: {msg.SPLIT_BATCH_FAILED} error={error}")
+    # Only the first request was synthesised, under its own span.
+    (done,) = captured.messages(msg.SNAP_COMPLETE)
+    assert 'INFO synthesize_snap_deals{job_id="snap-a"}: cuzk_core::pipeline: SnapDeals synthesis complete' in done
+    assert "SnapDeals synthesis complete synth_ms=" in done and "num_circuits=16 num_constraints=" in done
+
+
+async def test_a_post_synthesis_logs_upstreams_lines_under_its_own_span(
+    make_engine: Factory, captured: Captured
+) -> None:
+    e = await make_engine()
+    assert (await asyncio.wait_for(e.prove(post("winning-1")), 60)).status is Status.COMPLETED
+    span = 'INFO synthesize_winning_post{job_id="winning-1"}: cuzk_core::pipeline: '
+    (building,) = captured.messages(msg.WINNING_BUILDING)
+    assert building.endswith(f"{span}{msg.WINNING_BUILDING} num_sectors=1")
+    (synthesizing,) = captured.messages(msg.WINNING_SYNTHESIZING)
+    assert synthesizing.endswith(f"{span}{msg.WINNING_SYNTHESIZING} num_circuits=1")
+    (done,) = captured.messages(msg.WINNING_COMPLETE)
+    assert f"{span}{msg.WINNING_COMPLETE} synth_ms=" in done and " num_constraints=" in done
