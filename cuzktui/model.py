@@ -169,6 +169,7 @@ class SessionModel:
         self.budget_stalls: list[ev.BudgetStall] = []
         self.warnings: deque[ev.LogRecord] = deque(maxlen=NOTICE_CAPACITY)  # WARN/ERROR lines of the log
         self._overtaken_seen = 0
+        self._warned: set[str] = set()  # WARN/ERROR texts already noticed in this daemon run
         # Every exit, with the timeline's daemon run it ended (None: before any run was seen).
         self.exits: list[tuple[int | None, ev.DaemonExited]] = []
         self.daemon = DaemonState()
@@ -321,6 +322,7 @@ class SessionModel:
         d = self.daemon
         if isinstance(event, ev.DaemonLaunched):
             self._observed_lifecycle = True
+            self._warned.clear()
             runs = d.runs + 1
             self.daemon = DaemonState(
                 phase="starting",
@@ -404,10 +406,16 @@ class SessionModel:
         elif isinstance(event, ev.BudgetStall):
             self._on_budget_stall(event)
         elif isinstance(event, ev.DaemonStarting | ev.DaemonReady):
+            if isinstance(event, ev.DaemonStarting):
+                self._warned.clear()
             daemon_changed = self._log_lifecycle(event)
         elif isinstance(event, ev.LogRecord) and event.level in ("WARN", "ERROR"):
             self.warnings.append(event)
             daemon_changed = False
+            if event.message not in self._warned:
+                # The daemon's own warnings (config.rs, nvidia-smi, …): one notice per text and run.
+                self._warned.add(event.message)
+                self._notice(ts, "warning" if event.level == "WARN" else "error", f"daemon: {event.message}")
         else:
             daemon_changed = False
         if daemon_changed:

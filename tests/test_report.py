@@ -424,3 +424,15 @@ def test_report_json_has_the_documented_keys(tmp_path: Path, capsys: pytest.Capt
             "budget_wait_s": None,
         }
     ]
+
+
+def test_a_bare_log_shows_the_daemons_warnings_once_per_run(tmp_path: Path) -> None:
+    warning = human(
+        0.2, "nvidia-smi not available, defaulting to single GPU (ordinal 0)", level="WARN", target="cuzk_core::engine"
+    )
+    path = write_log(tmp_path, [startup()[0], warning, warning, *startup()[1:]])
+    _, model = load_session(path)
+    assert [n.text for n in model.notices] == ["daemon: nvidia-smi not available, defaulting to single GPU (ordinal 0)"]
+    assert report_of(path)["warnings"] == [
+        {"line": "WARN nvidia-smi not available, defaulting to single GPU (ordinal 0)", "count": 2}
+    ]
