@@ -235,8 +235,32 @@ async def fetch_status_json(url: str, timeout: float = 2.0) -> dict[str, Any] | 
     return document
 
 
-def snapshot_from_status(document: dict[str, Any], t: float) -> StatusSnapshot:
-    """Summarise one /status document; StatusError names the first missing or mistyped field."""
+def _partition_rows(document: dict[str, Any]) -> tuple[str, ...]:
+    """Each partition of /status ``pipelines`` as one StatusSnapshot.partitions row, with the GPU worker
+    that holds it (``gpu_workers`` current_job / current_partition, status.rs)."""
+    holders = {
+        (str(w["current_job"]), int(w["current_partition"])): int(w["worker_id"])
+        for w in document["gpu_workers"]
+        if w.get("current_job") is not None and w.get("current_partition") is not None
+    }
+
+    def field(value: Any) -> str:
+        return "" if value is None else str(int(value))
+
+    rows = []
+    for pipeline in document["pipelines"]:
+        job_id = str(pipeline["job_id"])
+        for partition in pipeline["partitions"]:
+            index = int(partition["index"])
+            worker = holders.get((job_id, index))
+            synth, gpu = field(partition["synth_ms"]), field(partition["gpu_ms"])
+            rows.append("\t".join((job_id, str(index), str(partition["state"]), synth, gpu, field(worker))))
+    return tuple(rows)
+
+
+def snapshot_from_status(document: dict[str, Any], t: float, partitions: bool = False) -> StatusSnapshot:
+    """Summarise one /status document (with every partition's state when ``partitions``); StatusError
+    names the first missing or mistyped field."""
     try:
         memory = document["memory"]
         counters = document["counters"]
@@ -258,14 +282,15 @@ def snapshot_from_status(document: dict[str, Any], t: float) -> StatusSnapshot:
             partitions_waiting_gpu=waiting,
             total_completed=int(counters["total_completed"]),
             total_failed=int(counters["total_failed"]),
+            partitions=_partition_rows(document) if partitions else (),
         )
     except (KeyError, TypeError, ValueError) as error:
         raise StatusError(f"unexpected /status document: {type(error).__name__}: {error}") from error
 
 
-async def poll_status(url: str, timeout: float = 2.0) -> StatusSnapshot | None:
+async def poll_status(url: str, timeout: float = 2.0, partitions: bool = False) -> StatusSnapshot | None:
     """One poll of the status endpoint as an event; None when nothing listens there."""
     document = await fetch_status_json(url, timeout)
     if document is None:
         return None
-    return snapshot_from_status(document, time.time())
+    return snapshot_from_status(document, time.time(), partitions)

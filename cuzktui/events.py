@@ -452,6 +452,9 @@ class StatusSnapshot:
     partitions_waiting_gpu: int
     total_completed: int
     total_failed: int
+    # Per partition, "job_id<TAB>index<TAB>state<TAB>synth_ms<TAB>gpu_ms<TAB>worker" (empty fields: none):
+    # recorded only for a daemon watched without its log, whose waterfall is drawn from them.
+    partitions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from typing import Final, Literal, cast
 
 from . import events as ev
 from .daemon_facts import nominal_bytes
+from .status_timeline import StatusTimeline
 from .timeline import DEFAULT_MAX_JOBS, Timeline
 
 SERIES_CAPACITY: Final = 4096
@@ -163,6 +164,7 @@ class SessionModel:
 
     def __init__(self, timeline: Timeline | None = None, log_source: str | None = None) -> None:
         self.timeline = timeline if timeline is not None else Timeline()
+        self._status_timeline = StatusTimeline()
         self.log_source = log_source
         self._observed_lifecycle = False  # a supervisor's DaemonLaunched was seen: it owns the lifecycle
         self.evictions: list[tuple[float | None, ev.Eviction]] = []
@@ -228,6 +230,9 @@ class SessionModel:
         if isinstance(event, ev.StatusSnapshot):
             self._observe_time(event.t)
             self.status = event
+            # A daemon watched without its log: its /status partition states draw the waterfall.
+            for derived in self._status_timeline.events(event):
+                self.timeline.apply(derived)
             self.budget_total.append(event.t, event.budget_total_bytes)
             self.budget_used.append(event.t, event.budget_used_bytes)
             self.memory_version += 1

@@ -113,7 +113,8 @@ class DaemonRecorder:
         s = self.supervisor
         if self._daemon_up() and s.status_url:
             with contextlib.suppress(StatusError, OSError, TimeoutError):
-                snapshot = await poll_status(s.status_url)
+                # Without the daemon's log, /status per-partition states are all the waterfall has.
+                snapshot = await poll_status(s.status_url, partitions=s.log_path is None)
                 if snapshot is not None:
                     self._budget = (snapshot.budget_total_bytes, snapshot.budget_used_bytes)
                     self._record(snapshot)

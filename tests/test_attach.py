@@ -12,6 +12,7 @@ import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -293,3 +294,39 @@ def test_attach_arguments_keep_the_global_options_and_refuse_two_logs() -> None:
     both = build_parser().parse_args(["attach", "127.0.0.1:9820", "--log", "/var/log/cuzk.log", "--journal", "cuzk"])
     with pytest.raises(UsageError, match="--log and --journal"):
         attach_options(both)
+
+
+async def test_without_a_log_the_waterfall_comes_from_status_polls(tmp_path: Path, start_engine: Any) -> None:
+    from cuzktui.supervisor import free_loopback_port
+    from tests.conftest import engine_config_text
+    from tests.engine.engine_harness import porep_request
+
+    status = f"127.0.0.1:{free_loopback_port()}"
+    # Slow enough (0.05 s per modelled second) that polls each second see partitions in several states.
+    engine: EngineHandle = await start_engine(
+        engine_config_text(engine={"time_scale": 0.05}, daemon={"status_listen": status})
+    )
+    controller = LiveController(
+        LiveOptions(
+            program=None,
+            session_dir=tmp_path / "session",
+            attach=AttachTarget(engine.address, status_url=status),
+            sample_interval=0.2,
+        )
+    )
+    await controller.start()
+    try:
+        model = controller.model
+        await polled_until(controller, lambda: model.daemon.phase == "ready", "readiness")
+        assert controller.supervisor is not None
+        await controller.supervisor.client.submit_proof(porep_request("porep-1000-1"))
+        await polled_until(
+            controller,
+            lambda: any(j.status == "completed" for j in model.timeline.jobs()),
+            "the job completed, from /status alone",
+        )
+        (job,) = model.timeline.jobs()
+        assert job.job_id == "porep-1000-1" and job.partitions
+        assert all(p.synth_start is not None and p.gpu_end is not None for p in job.partitions.values())
+    finally:
+        await controller.shutdown(stop_daemon=False)

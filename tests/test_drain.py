@@ -17,60 +17,10 @@ from cuzktui.supervisor import InFlight, engine_program, merge_in_flight
 from cuzktui.timeline import Timeline
 from tests.conftest import require_engine
 from tests.engine.engine_harness import porep_request
+from tests.status_bodies import partition, pipeline, status_body
 
 ENGINE_START = "2026-05-01T07:00:00.000000Z  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true"
 RUN_START = 1_777_618_800.0  # 2026-05-01T07:00:00Z
-
-
-def partition(index: int, state: str, synth_ms: int | None = None, gpu_ms: int | None = None) -> dict[str, Any]:
-    return {"index": index, "state": state, "synth_ms": synth_ms, "gpu_ms": gpu_ms}
-
-
-def pipeline(job_id: str, partitions: list[dict[str, Any]], started_secs_ago: float = 12.5) -> dict[str, Any]:
-    return {
-        "job_id": job_id,
-        "proof_kind": "porep-c2",
-        "started_secs_ago": started_secs_ago,
-        "total_partitions": len(partitions),
-        "partitions_done": sum(p["state"] == "done" for p in partitions),
-        "partitions": partitions,
-    }
-
-
-def status_body(pipelines: list[dict[str, Any]], *, active: int = 0, queue_depth: int = 0) -> dict[str, Any]:
-    """A /status body as status.rs serialises it."""
-    gib = 1 << 30
-    return {
-        "uptime_secs": 3600.0,
-        "memory": {"total_bytes": 400 * gib, "used_bytes": 70 * gib, "available_bytes": 330 * gib},
-        "synthesis": {"max_concurrent": 44, "active": active},
-        "pipelines": pipelines,
-        "gpu_workers": [
-            {
-                "worker_id": 0,
-                "gpu_ordinal": 0,
-                "state": "idle",
-                "current_job": None,
-                "current_partition": None,
-                "busy_secs": None,
-            },
-        ],
-        "allocations": {"srs": [], "pce": []},
-        "counters": {
-            "total_completed": 3,
-            "total_failed": 1,
-            "completed_by_kind": {"porep-c2": 3},
-            "failed_by_kind": {},
-            "queue_depth": queue_depth,
-        },
-        "buffers": {
-            "synth_in_flight": 0,
-            "provers_in_flight": 0,
-            "aux_in_flight": 0,
-            "shells_in_flight": 0,
-            "pending_handles": 0,
-        },
-    }
 
 
 def test_a_failed_job_leaked_by_the_status_tracker_does_not_hold_the_restart() -> None:
