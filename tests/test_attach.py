@@ -330,3 +330,43 @@ async def test_without_a_log_the_waterfall_comes_from_status_polls(tmp_path: Pat
         assert all(p.synth_start is not None and p.gpu_end is not None for p in job.partitions.values())
     finally:
         await controller.shutdown(stop_daemon=False)
+
+
+async def test_a_benchmark_left_running_shows_after_re_attaching_with_the_printed_line(tmp_path: Path) -> None:
+    from cuzktui.controller import BenchRequest
+
+    require_engine()
+    config = tmp_path / "cuzk.toml"
+    config.write_text(fast_engine_config(tmp_path))
+    session = tmp_path / "session"
+    first = LiveController(LiveOptions(program=engine_program(), config_file=config, session_dir=session))
+    await first.start()
+    second: LiveController | None = None
+    try:
+        await until(lambda: bool(of_type(session, ev.DaemonReadyObserved)), "readiness", 60)
+        await first.start_bench(BenchRequest("porep", 3, 1))
+        runner = first._bench_proc
+        assert runner is not None
+        await first.shutdown(stop_daemon=False)
+        assert runner.poll() is None, "the runner keeps going after the TUI left"
+        lines = first.farewell().splitlines()
+        assert any(f"the benchmark runner (pid {runner.pid})" in line for line in lines)
+        assert any("stops that daemon when the benchmark ends" in line for line in lines)
+
+        second = LiveController(attach_options(build_parser().parse_args(shlex.split(lines[-1])[1:])))
+        await second.start()
+        model = second.model
+        await polled_until(
+            second,
+            lambda: model.bench is not None and model.bench.finished is not None,
+            "the detached benchmark's results on the re-attached Bench screen",
+        )
+        assert model.bench is not None and model.bench.kind == "porep" and model.bench.count == 3
+        assert len(model.bench.results) == 3
+    finally:
+        if second is not None:
+            await second.shutdown(stop_daemon=False)
+        proc = first._bench_proc
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(60)
