@@ -47,9 +47,39 @@ PARTIAL_RELEASE: Final = "partial reservation release"
 
 # cuzk-core/src/srs_manager.rs --------------------------------------------------------------------
 SRS_EVICTED: Final = "SRS evicted"
+SRS_CACHE_HIT: Final = "SRS already loaded (cache hit)"
+SRS_LOADING: Final = "loading SRS from disk"
+SRS_LOADED: Final = "SRS loaded successfully"
+
+# cuzk-core/src/pinned_pool.rs --------------------------------------------------------------------
+PINNED_ALLOCATED: Final = "pinned pool: allocated new buffer"
+PINNED_CHECKIN: Final = "pinned pool: checkin"
+PINNED_REUSE: Final = "pinned pool: checkout (reuse)"
+PINNED_ALLOC_FAILED: Final = "pinned pool: cudaHostAlloc failed"
+PINNED_ALLOC_FAILED_SHORT: Final = "cudaHostAlloc failed"
+PINNED_FREED: Final = "pinned pool: freed buffer (evictor)"
+
+# cuzk-pce (recording_cs.rs, disk.rs) ---------------------------------------------------------------
+PCE_RECORDED: Final = "RecordingCS: extracted pre-compiled circuit"
+PCE_SAVED_RAW: Final = "PCE saved to disk (raw format)"
+
+# bellperson groth16/prover/supraseal.rs ----------------------------------------------------------
+SYNTHESIS_TIME_PREFIX: Final = "synthesis time: "  # followed by the Duration's Debug
+STARTING_PROOF_TIMER: Final = "starting proof timer"
 
 # cuzk-core/src/pipeline.rs -----------------------------------------------------------------------
 PCE_EVICTED: Final = "PCE evicted"
+PCE_CACHED: Final = "PCE cached"
+PCE_SAVED: Final = "PCE saved to disk"
+PCE_EXTRACTION_COMPLETE: Final = "PCE extraction complete"
+GPU_PROVE_COMPLETE_SPLIT: Final = "GPU prove complete (split)"
+STANDARD_SYNTHESIS_PATH: Final = "using standard synthesis path (synthesize_with_hint)"
+CACHED_HINT: Final = "using cached capacity hint for synthesis"
+NO_HINT: Final = "no capacity hint cached — first synthesis will grow organically"
+HINT_CACHED: Final = "cached synthesis capacity hint"
+ATTEMPTING_PINNED: Final = "attempting pinned memory synthesis"
+PINNED_CHECKOUT_FAILED: Final = "pinned pool checkout FAILED — falling back to unpinned"
+PINNED_PROVER_CREATED: Final = "pinned prover created for partition synthesis"
 # Monolithic syntheses (synthesize_porep_c2_multi, synthesize_snap_deals, synthesize_winning_post,
 # synthesize_window_post), in their order.
 MULTI_STARTING: Final = "starting multi-sector PoRep C2 synthesis"
@@ -105,6 +135,27 @@ SYNTH_WORKER_SHUTDOWN: Final = "synthesis worker received shutdown"
 DISPATCHER_SHUTDOWN_SIGNAL: Final = "synthesis dispatcher received shutdown signal"
 DISPATCHER_STOPPED: Final = "synthesis dispatcher stopped"
 DISPATCHER_SHUTDOWN: Final = "dispatcher: shutdown"
+PACER_ENABLED: Final = "GPU queue target dispatch pacer enabled"
+PRIORITY_DISPATCHER_STARTED: Final = "synthesis priority dispatcher started (PI pacer)"
+PIPELINE_STARTING: Final = "starting pipeline: synthesis task + GPU workers (budget-gated)"
+DISPATCHER_STARTED: Final = "synthesis dispatcher started (budget-gated)"
+SPAWNING_GPU_WORKERS: Final = "spawning GPU workers with Phase 8 dual-worker interlock"
+PROCESSING_BATCH: Final = "processing batch"
+SYNTHESIS_FAILED: Final = "synthesis failed"
+PARTITION_TO_GPU_QUEUE: Final = "partition synthesis complete, pushing to GPU queue"
+PACER_REBOOTSTRAP: Final = "pacer: pipeline drained, re-entering bootstrap"
+PACER_BOOTSTRAP_DONE: Final = "pacer: bootstrap done, waiting for first GPU completion"
+PACER_CALIBRATED: Final = "pacer: GPU rate calibrated, switching to PI control"
+PACER_STATUS: Final = "pacer: status"
+GPU_TIMING_HOT_PATH: Final = "GPU_TIMING hot_path pre-prove overhead"
+GPU_TIMING_SPAWN: Final = "GPU_TIMING spawn_blocking prove_start"
+GPU_TIMING_RETURNED: Final = "GPU_TIMING prove_start returned"
+FIN_TIMING_PARTITION: Final = "FIN_TIMING finalizer partition"
+FIN_TIMING_MONOLITHIC: Final = "FIN_TIMING finalizer monolithic"
+FIN_TIMING_TRIM_SUCCESS: Final = "FIN_TIMING malloc_trim (success path)"
+FIN_TIMING_TRIM_DISCARD: Final = "FIN_TIMING malloc_trim (discard path)"
+BACKGROUND_PCE_STARTING_PREFIX: Final = "background PCE extraction starting for "  # + the kind's label
+BACKGROUND_PCE_COMPLETE_PREFIX: Final = "background PCE extraction complete for "  # + the kind's label
 
 # cuzk-core/src/prover.rs (monolithic provers) -----------------------------------------------------
 PARSED_C1_WRAPPER: Final = "parsed C1 wrapper"

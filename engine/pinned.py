@@ -36,6 +36,7 @@ import time
 from dataclasses import dataclass
 from typing import Final
 
+from cuzktui import daemon_messages as msg
 from cuzktui.units import GiB
 
 from . import tracing
@@ -77,7 +78,7 @@ class PinnedPool:
             self.checked_out += 1
             self.log.info(
                 tracing.PINNED,
-                "pinned pool: checkout (reuse)",
+                msg.PINNED_REUSE,
                 ("size_gib", best.size / GiB),
                 ("free_remaining", len(self.free)),
             )
@@ -91,11 +92,11 @@ class PinnedPool:
         except (OSError, MemoryError):
             self.log.warn(
                 tracing.PINNED,
-                "cudaHostAlloc failed",
+                msg.PINNED_ALLOC_FAILED_SHORT,
                 ("size_gib", size / GiB),
                 ("cuda_err", CUDA_ERROR_MEMORY_ALLOCATION),
             )
-            self.log.warn(tracing.PINNED, "pinned pool: cudaHostAlloc failed", ("size_gib", size / GiB))
+            self.log.warn(tracing.PINNED, msg.PINNED_ALLOC_FAILED, ("size_gib", size / GiB))
             return None
         # cudaHostAlloc is slow (the pages are allocated and locked); the mapping's own time counts.
         await self.clock.sleep(ALLOC_S - (time.monotonic() - started) / self.clock.scale)
@@ -104,7 +105,7 @@ class PinnedPool:
         self.checked_out += 1
         self.log.info(
             tracing.PINNED,
-            "pinned pool: allocated new buffer",
+            msg.PINNED_ALLOCATED,
             ("size_gib", size / GiB),
             ("total_buffers", self.total_allocated),
             ("total_gib", self.total_bytes / GiB),
@@ -113,7 +114,7 @@ class PinnedPool:
 
     def checkin(self, buf: PinnedBuffer) -> None:
         self.checked_out -= 1
-        self.log.info(tracing.PINNED, "pinned pool: checkin", ("size_gib", buf.size / GiB))
+        self.log.info(tracing.PINNED, msg.PINNED_CHECKIN, ("size_gib", buf.size / GiB))
         self.free.append(buf)
 
     async def checkout_abc(self, element_capacity: int) -> list[PinnedBuffer] | None:
@@ -140,7 +141,7 @@ class PinnedPool:
             freed += buf.size
             self.log.info(
                 tracing.PINNED,
-                "pinned pool: freed buffer (evictor)",
+                msg.PINNED_FREED,
                 ("freed_gib", buf.size / GiB),
                 ("total_freed_gib", freed / GiB),
             )

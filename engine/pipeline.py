@@ -283,11 +283,11 @@ class Engine:
             log.info(tracing.ENGINE, msg.ENGINE_STARTED, ("num_workers", len(self.workers)), ("pipeline", False))
             return
         if self.pacer is not None:
-            log.info(tracing.ENGINE, "GPU queue target dispatch pacer enabled", ("gpu_queue_target", self.pacer.target))
-        log.info(tracing.ENGINE, "synthesis priority dispatcher started (PI pacer)")
+            log.info(tracing.ENGINE, msg.PACER_ENABLED, ("gpu_queue_target", self.pacer.target))
+        log.info(tracing.ENGINE, msg.PRIORITY_DISPATCHER_STARTED)
         log.info(
             tracing.ENGINE,
-            "starting pipeline: synthesis task + GPU workers (budget-gated)",
+            msg.PIPELINE_STARTING,
             ("configured_lookahead", c.synthesis_lookahead),
             ("max_partitions_in_budget", self.max_partitions_in_budget),
             ("effective_lookahead", max(c.synthesis_lookahead, min(self.max_partitions_in_budget, 32))),
@@ -296,7 +296,7 @@ class Engine:
         )
         log.info(
             tracing.ENGINE,
-            "synthesis dispatcher started (budget-gated)",
+            msg.DISPATCHER_STARTED,
             ("max_batch_size", c.max_batch_size),
             ("max_batch_wait_ms", c.max_batch_wait_ms),
             ("slot_size", c.slot_size),
@@ -309,7 +309,7 @@ class Engine:
             self._spawn(self._synth_worker(sw_id))
         log.info(
             tracing.ENGINE,
-            "spawning GPU workers with Phase 8 dual-worker interlock",
+            msg.SPAWNING_GPU_WORKERS,
             ("gpu_workers_per_device", per_device),
         )
         for worker in self.workers:
@@ -451,7 +451,7 @@ class Engine:
                 span = Span("synth_single", (("proof_kind", facts.display),))
             self.log.info(
                 tracing.ENGINE,
-                "processing batch",
+                msg.PROCESSING_BATCH,
                 ("batch_size", len(batch)),
                 ("proof_kind", facts.display),
                 ("slot_size", self.config.slot_size),
@@ -644,21 +644,21 @@ class Engine:
         )
         self.log.info(
             tracing.PIPELINE,
-            "using standard synthesis path (synthesize_with_hint)",
+            msg.STANDARD_SYNTHESIS_PATH,
             ("circuit_id", facts.circuit_id),
             span=span,
         )
         if facts.circuit_id in self._hinted:
             self.log.info(
                 tracing.PIPELINE,
-                "using cached capacity hint for synthesis",
+                msg.CACHED_HINT,
                 ("circuit_id", facts.circuit_id),
                 span=span,
             )
         else:
             self.log.info(
                 tracing.PIPELINE,
-                "no capacity hint cached — first synthesis will grow organically",
+                msg.NO_HINT,
                 ("circuit_id", facts.circuit_id),
                 span=span,
             )
@@ -681,12 +681,12 @@ class Engine:
         shown = self._status_partition(job, p)  # status.rs partition_synth_end
         if shown is not None:
             shown.state, shown.synth_ms = PartState.SYNTH_DONE, ms_since(synth_started)
-        self.log.info(tracing.BELLPERSON, f"synthesis time: {rust_duration(elapsed)}", span=span)
-        self.log.info(tracing.BELLPERSON, "starting proof timer", span=span)
+        self.log.info(tracing.BELLPERSON, msg.SYNTHESIS_TIME_PREFIX + rust_duration(elapsed), span=span)
+        self.log.info(tracing.BELLPERSON, msg.STARTING_PROOF_TIMER, span=span)
         self._hinted.add(facts.circuit_id)
         self.log.info(
             tracing.PIPELINE,
-            "cached synthesis capacity hint",
+            msg.HINT_CACHED,
             ("circuit_id", facts.circuit_id),
             ("num_constraints", constraints),
             ("num_aux", constraints // 5 * 4),
@@ -710,7 +710,7 @@ class Engine:
         self.log.timeline("SYNTH_END", job.job_id, f"partition={p},synth_ms={synth_ms}")
         self.log.info(
             tracing.ENGINE,
-            "partition synthesis complete, pushing to GPU queue",
+            msg.PARTITION_TO_GPU_QUEUE,
             ("job_id", job.job_id),
             ("partition", p),
             ("synth_ms", synth_ms),
@@ -751,7 +751,7 @@ class Engine:
         buf_bytes = constraints * SCALAR_SIZE
         self.log.info(
             tracing.PIPELINE,
-            "attempting pinned memory synthesis",
+            msg.ATTEMPTING_PINNED,
             ("circuit_id", circuit_id),
             ("num_constraints", constraints),
             ("scalar_size", SCALAR_SIZE),
@@ -762,14 +762,14 @@ class Engine:
         if buffers is None:
             self.log.warn(
                 tracing.PIPELINE,
-                "pinned pool checkout FAILED — falling back to unpinned",
+                msg.PINNED_CHECKOUT_FAILED,
                 ("num_constraints", constraints),
                 ("pool_free", len(self.pinned.free)),
                 ("pool_total_gib", self.pinned.total_bytes / GiB),
                 span=span,
             )
             return []
-        self.log.info(tracing.PIPELINE, "pinned prover created for partition synthesis")
+        self.log.info(tracing.PIPELINE, msg.PINNED_PROVER_CREATED)
         return buffers
 
     async def _monolithic(self, batch: list[Job], span: Span) -> None:
@@ -779,7 +779,7 @@ class Engine:
         for job in batch:
             error = await self._parse(job)
             if error is not None:
-                self.log.error(tracing.ENGINE, "synthesis failed", ("error", error), span=(span,))
+                self.log.error(tracing.ENGINE, msg.SYNTHESIS_FAILED, ("error", error), span=(span,))
                 self._fail(job, error)
         batch = [job for job in batch if not job.failed]
         if not batch:
@@ -867,7 +867,7 @@ class Engine:
         )
         self.log.info(
             tracing.ENGINE,
-            "GPU_TIMING hot_path pre-prove overhead",
+            msg.GPU_TIMING_HOT_PATH,
             ("worker_id", w),
             ("partition", option(p)),
             ("status_ms", 0),
@@ -916,7 +916,7 @@ class Engine:
             self.pacer.gpu_done(ms_since(held_started))
         self.log.info(
             tracing.ENGINE,
-            "GPU_TIMING spawn_blocking prove_start",
+            msg.GPU_TIMING_SPAWN,
             ("worker_id", w),
             ("partition", option(p)),
             ("spawn_to_enter_ms", 0),
@@ -924,7 +924,7 @@ class Engine:
         )
         self.log.info(
             tracing.ENGINE,
-            "GPU_TIMING prove_start returned",
+            msg.GPU_TIMING_RETURNED,
             ("worker_id", w),
             ("partition", option(p)),
             ("total_pre_prove_ms", ms_since(picked)),
@@ -958,7 +958,7 @@ class Engine:
         proof_bytes = item.facts.proof_bytes_per_partition * item.circuits
         self.log.info(
             tracing.PIPELINE,
-            "GPU prove complete (split)",
+            msg.GPU_PROVE_COMPLETE_SPLIT,
             ("proof_count", item.circuits),
             ("proof_bytes", proof_bytes),
             ("gpu_ms", gpu_ms),
@@ -979,7 +979,7 @@ class Engine:
         self._partition_result(worker, job, p, item.synth_ms, gpu_ms)
         self.log.info(
             tracing.ENGINE,
-            "FIN_TIMING finalizer partition",
+            msg.FIN_TIMING_PARTITION,
             ("worker_id", w),
             ("partition", option(p)),
             ("finish_ms", process_ms),
@@ -1009,7 +1009,7 @@ class Engine:
             self.log.info(tracing.ENGINE, msg.DISCARDING_FAILED_RESULT, ("job_id", job.job_id), ("partition", p))
             self.log.info(
                 tracing.ENGINE,
-                "FIN_TIMING malloc_trim (discard path)",
+                msg.FIN_TIMING_TRIM_DISCARD,
                 ("job_id", job.job_id),
                 ("partition", p),
                 ("malloc_trim_ms", 0),
@@ -1028,7 +1028,7 @@ class Engine:
         )
         self.log.info(
             tracing.ENGINE,
-            "FIN_TIMING malloc_trim (success path)",
+            msg.FIN_TIMING_TRIM_SUCCESS,
             ("job_id", job.job_id),
             ("partition", p),
             ("malloc_trim_ms", 0),
@@ -1075,7 +1075,7 @@ class Engine:
     def _finish_monolithic(self, item: GpuItem, gpu_ms: int, worker_id: int, process_ms: int) -> None:
         self.log.info(
             tracing.ENGINE,
-            "FIN_TIMING finalizer monolithic",
+            msg.FIN_TIMING_MONOLITHIC,
             ("worker_id", worker_id),
             ("finish_ms", process_ms),
             ("drop_res_ms", 0),
@@ -1272,21 +1272,21 @@ class Pacer:
             self.rebootstraps += 1
             e.log.info(
                 tracing.ENGINE,
-                "pacer: pipeline drained, re-entering bootstrap",
+                msg.PACER_REBOOTSTRAP,
                 ("rebootstrap", self.rebootstraps),
                 ("gpu_proc_ms", Quoted(f"{self.gpu_proc_ms or 0.0:.1f}")),
             )
         if self.bootstrap:
             self.bootstrap_dispatched += 1
             if self.bootstrap_dispatched > self.target:
-                e.log.info(tracing.ENGINE, "pacer: bootstrap done, waiting for first GPU completion")
+                e.log.info(tracing.ENGINE, msg.PACER_BOOTSTRAP_DONE)
                 self._gpu_event.clear()
                 if self.gpu_proc_ms is None:
                     await self._gpu_event.wait()
                 self.bootstrap = False
                 e.log.info(
                     tracing.ENGINE,
-                    "pacer: GPU rate calibrated, switching to PI control",
+                    msg.PACER_CALIBRATED,
                     ("gpu_proc_ms", Quoted(f"{self.gpu_proc_ms or 0.0:.1f}")),
                     ("gpu_eff_ms", Quoted(f"{self._gpu_eff_ms():.1f}")),
                     ("ema_waiting", Quoted(f"{self.ema_waiting:.2f}")),
@@ -1303,7 +1303,7 @@ class Pacer:
         if self.dispatches % 5 == 0:
             e.log.info(
                 tracing.ENGINE,
-                "pacer: status",
+                msg.PACER_STATUS,
                 ("total", self.dispatches),
                 ("in_flight", in_flight),
                 ("waiting", waiting),

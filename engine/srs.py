@@ -121,7 +121,7 @@ class Residency:
                 del self._loading[circuit_id]
                 done.set_result(None)
         else:
-            self.log.debug(tracing.SRS, "SRS already loaded (cache hit)", ("circuit_id", circuit_id))
+            self.log.debug(tracing.SRS, msg.SRS_CACHE_HIT, ("circuit_id", circuit_id))
         entry.last_used = time.monotonic()
         if not preload:
             entry.refcount += 1
@@ -138,7 +138,7 @@ class Residency:
         reservation = await self.budget.acquire(size)
         self.log.info(
             tracing.SRS,
-            "loading SRS from disk",
+            msg.SRS_LOADING,
             ("circuit_id", circuit_id),
             ("path", str(self.param_cache / PARAMS_FILES[circuit_id])),
             ("file_size_gib", gib(size)),
@@ -150,7 +150,7 @@ class Residency:
         self.srs[circuit_id] = entry
         self.log.info(
             tracing.SRS,
-            "SRS loaded successfully",
+            msg.SRS_LOADED,
             ("circuit_id", circuit_id),
             ("elapsed_ms", int((time.monotonic() - started) * 1000)),
             ("budget_used_gib", gib(self.budget.used)),
@@ -185,7 +185,7 @@ class Residency:
 
     async def _extract(self, facts: KindFacts) -> None:
         file_name, label = PCE_FILES[facts.kind]
-        self.log.info(tracing.ENGINE, f"background PCE extraction starting for {label}")
+        self.log.info(tracing.ENGINE, msg.BACKGROUND_PCE_STARTING_PREFIX + label)
         transient = await self._poll_acquire(PCE_EXTRACTION_TRANSIENT)
         scratch = await self.arena.alloc(PCE_EXTRACTION_TRANSIENT)
         try:
@@ -196,7 +196,7 @@ class Residency:
             constraints = CONSTRAINTS[facts.kind]
             self.log.info(
                 tracing.PCE_RECORDING,
-                "RecordingCS: extracted pre-compiled circuit",
+                msg.PCE_RECORDED,
                 ("num_inputs", 328),
                 ("num_aux", constraints // 5 * 4),
                 ("num_constraints", constraints),
@@ -210,7 +210,7 @@ class Residency:
             summary = f"PceSummary {{ constraints: {constraints}, bytes: {facts.pce_bytes} }}"
             self.log.info(
                 tracing.PIPELINE,
-                "PCE extraction complete",
+                msg.PCE_EXTRACTION_COMPLETE,
                 ("circuit_id", facts.circuit_id),
                 ("extract_ms", extract_ms),
                 ("summary", summary),
@@ -222,19 +222,19 @@ class Residency:
             await self.clock.sleep(write_s)
             self.log.info(
                 tracing.PCE_DISK,
-                "PCE saved to disk (raw format)",
+                msg.PCE_SAVED_RAW,
                 ("path", path),
                 ("file_size_gib", Quoted(f"{facts.pce_bytes / GiB:.1f}")),
                 ("duration_ms", int(self.clock.real(write_s) * 1000)),
                 ("write_speed_gbs", Quoted(f"{PCE_WRITE_BYTES_PER_S / 1e9:.2f}")),
             )
-            self.log.info(tracing.PIPELINE, "PCE saved to disk", ("circuit_id", facts.circuit_id), ("path", path))
+            self.log.info(tracing.PIPELINE, msg.PCE_SAVED, ("circuit_id", facts.circuit_id), ("path", path))
             self.pce[facts.circuit_id] = Resident(
                 facts.circuit_id, facts.pce_bytes, permanent, block, last_used=time.monotonic()
             )
             self.log.info(
                 tracing.PIPELINE,
-                "PCE cached",
+                msg.PCE_CACHED,
                 ("circuit_id", facts.circuit_id),
                 ("size_gib", facts.pce_bytes / GiB),
                 ("budget_used_gib", gib(self.budget.used)),
@@ -242,7 +242,7 @@ class Residency:
         finally:
             scratch.free()
             transient.release()
-        self.log.info(tracing.ENGINE, f"background PCE extraction complete for {label}")
+        self.log.info(tracing.ENGINE, msg.BACKGROUND_PCE_COMPLETE_PREFIX + label)
 
     # Eviction ---------------------------------------------------------------------------------
 
