@@ -588,17 +588,32 @@ _EVENT_MESSAGES: Final = (
     M.PARTITION_SYNTH_COMPLETE,
     M.SNAP_PARTITION_SYNTH_COMPLETE,
 )
-_BY_FIRST_WORD: Final[dict[str, tuple[str, ...]]] = {}
-for _message in _EVENT_MESSAGES:
-    _word = _message.split(" ", 1)[0]
-    _BY_FIRST_WORD[_word] = (*_BY_FIRST_WORD.get(_word, ()), _message)
+# The messages that only fill the waterfall's details (timings, is_pinned), never a phase or a status.
+_DETAIL_MESSAGES: Final = frozenset(
+    {"GPU_TIMING ", "FIN_TIMING ", M.PARTITION_SYNTH_COMPLETE, M.SNAP_PARTITION_SYNTH_COMPLETE}
+)
+
+
+def _by_first_word(messages: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    table: dict[str, tuple[str, ...]] = {}
+    for message in messages:
+        word = message.split(" ", 1)[0]
+        table[word] = (*table.get(word, ()), message)
+    return table
+
+
+_BY_FIRST_WORD: Final = _by_first_word(_EVENT_MESSAGES)
+_BY_FIRST_WORD_PHASES: Final = _by_first_word(tuple(m for m in _EVENT_MESSAGES if m not in _DETAIL_MESSAGES))
 _QUIET_LEVELS: Final = frozenset({" INFO", "DEBUG", "TRACE"})
 _UNSTAMPED_EVENTS: Final = ("TIMELINE,", "CUZK_TIMING:", "CUZK_NTT_H:", "Error: ")
+_UNSTAMPED_PHASE_EVENTS: Final = ("TIMELINE,", "Error: ")
 
 
-def is_inert(line: str) -> bool:
+def is_inert(line: str, details: bool = True) -> bool:
     """Whether a log line is certainly no event a model uses: text that is no daemon line, or an
     INFO/DEBUG/TRACE line whose message is none of the notable ones (WARN and ERROR lines are kept).
+    ``details`` False also counts the lines that only fill the waterfall's details (GPU_TIMING,
+    FIN_TIMING, CUZK_TIMING, CUZK_NTT_H, is_pinned) as inert: they never change a phase or a status.
 
     It reads only the level and the message's first word, so a post-mortem reader can skip the
     full parse (spans, fields) of the bulk of a large log; :func:`parse_line` decides the rest.
@@ -606,7 +621,7 @@ def is_inert(line: str) -> bool:
     if "\x1b" in line:
         line = _ANSI_RE.sub("", line)
     if not line[:1].isdigit():
-        return not line.startswith(_UNSTAMPED_EVENTS)
+        return not line.startswith(_UNSTAMPED_EVENTS if details else _UNSTAMPED_PHASE_EVENTS)
     if line[_TS_LEN + 1 : _LEVEL_END - 1] not in _QUIET_LEVELS:
         return False
     pos = _LEVEL_END
@@ -620,7 +635,8 @@ def is_inert(line: str) -> bool:
         return True
     body = colon + 2
     word_end = line.find(" ", body)
-    candidates = _BY_FIRST_WORD.get(line[body:word_end] if word_end != -1 else line[body:].rstrip("\r\n"))
+    word = line[body:word_end] if word_end != -1 else line[body:].rstrip("\r\n")
+    candidates = (_BY_FIRST_WORD if details else _BY_FIRST_WORD_PHASES).get(word)
     return candidates is None or not line.startswith(candidates, body)
 
 

@@ -247,17 +247,18 @@ class LogFollower:
     ``offset`` starts the reading at a byte offset (e.g. where one daemon run began).
     """
 
-    def __init__(self, path: Path, offset: int = 0, *, skip_inert: bool = False) -> None:
+    def __init__(self, path: Path, offset: int = 0, *, skip_inert: bool = False, details: bool = True) -> None:
         self._tail = _Tail(path, offset)
         self._key = 0.0
         # Post-mortem readers skip lines no model uses without parsing them (logparse.is_inert).
         self._skip_inert = skip_inert
+        self._details = details
 
     def read(self, final: bool) -> Iterator[_Keyed]:
-        skip = self._skip_inert
+        skip, details = self._skip_inert, self._details
         for raw in self._tail.lines(final):
             text = raw.decode("utf-8", "replace").rstrip("\r")
-            if skip and is_inert(text):
+            if skip and is_inert(text, details):
                 continue
             event = parse_line(text, Stream.UNKNOWN)
             ts = getattr(event, "ts", None)
@@ -325,10 +326,11 @@ class SessionFollower:
         *,
         observed: bool = True,
         skip_inert: bool = False,
+        details: bool = True,
     ) -> None:
         self.path = Path(directory)
         log = Path(log_path) if log_path is not None else self.path / DAEMON_LOG
-        self._log = LogFollower(log, skip_inert=skip_inert)
+        self._log = LogFollower(log, skip_inert=skip_inert, details=details)
         # ``observed`` False: a bare log, whose directory's events.jsonl (if any) is not its session's.
         self._observed = observed
         self._events = _EventsReader(self.path / EVENTS_FILE if observed else Path(os.devnull))
@@ -409,7 +411,7 @@ class RecordedSession:
     damage: str | None = None
 
 
-def read_session(source: SessionSource) -> RecordedSession:
+def read_session(source: SessionSource, details: bool = True) -> RecordedSession:
     """Read a session or a bare log once; OSError propagates, SourceError when it is neither.
 
     A bare log has no supervisor to say how its daemon ended: a log cut mid-line (the daemon died
@@ -420,6 +422,7 @@ def read_session(source: SessionSource) -> RecordedSession:
         log_path=source.log_path,
         observed=not source.bare_log,
         skip_inert=True,
+        details=details,
     )
     events: list[_Keyed] = []
     fatal: str | None = None
@@ -522,9 +525,12 @@ def list_sessions(root: Path | str | None = None) -> list[SessionInfo]:
 ALL_JOBS: Final = 10_000_000
 
 
-def load_session(path: Path | str, max_jobs: int = ALL_JOBS) -> tuple[RecordedSession, SessionModel]:
-    """Resolve, read once and model ``SESSION_OR_LOG``: what replay, export and report all start from."""
-    recorded = read_session(resolve_source(path))
+def load_session(
+    path: Path | str, max_jobs: int = ALL_JOBS, details: bool = True
+) -> tuple[RecordedSession, SessionModel]:
+    """Resolve, read once and model ``SESSION_OR_LOG``: what replay, export and report all start from.
+    ``details`` False leaves out the per-partition timing lines (the report shows none of them)."""
+    recorded = read_session(resolve_source(path), details)
     source = recorded.source
     model = model_of(
         (event for _, event in recorded.events),

@@ -493,3 +493,19 @@ def test_line_splitter_chunking_does_not_change_the_lines(data: bytes, cuts: lis
 )
 def test_is_inert_skips_only_lines_no_event_is_built_from(line: str, inert: bool) -> None:
     assert is_inert(line) is inert
+
+
+def test_without_details_the_timing_lines_are_inert_but_phase_lines_are_not() -> None:
+    gpu_timing = (
+        f"{TS}  INFO gpu_worker{{worker_id=0 gpu=0 job_id=j1 proof_kind=porep-c2 batch_size=1 partition=Some(0)}}: "
+        "cuzk_core::engine: GPU_TIMING hot_path pre-prove overhead worker_id=0 partition=Some(0) status_ms=0"
+    )
+    synth_done = (
+        f'{TS}  INFO synthesize_partition{{job_id="j1" partition=3}}: cuzk_core::pipeline: partition synthesis '
+        "complete partition=3 synth_ms=44601 is_pinned=false"
+    )
+    for line in (gpu_timing, synth_done, "CUZK_TIMING: pre_lock_cpu_ms=3 mutex_wait_ms=0", "CUZK_NTT_H: total=97ms"):
+        assert not is_inert(line) and is_inert(line, details=False)
+    assembled = f"{TS}  INFO cuzk_core::engine: Phase 7: all partitions complete, proof assembled job_id=j1"
+    for line in ("TIMELINE,5,GPU_END,j1,worker=0,partition=0,gpu_ms=3", assembled):
+        assert not is_inert(line, details=False)

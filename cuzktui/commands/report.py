@@ -13,7 +13,7 @@ from ..session import SourceError, load_session
 
 def run_report(args: argparse.Namespace) -> int:
     try:
-        recorded, model = load_session(Path(args.source))
+        recorded, model = load_session(Path(args.source), details=False)
     except SourceError as error:
         print(f"cuzk-tui report: {error}", file=sys.stderr)
         return 1
