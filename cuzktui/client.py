@@ -258,6 +258,14 @@ def _partition_rows(document: dict[str, Any]) -> tuple[str, ...]:
     return tuple(rows)
 
 
+def _resident_srs(document: dict[str, Any]) -> tuple[str, ...] | None:
+    """The circuit ids under ``allocations.srs`` (status.rs AllocationsSnapshot), None when absent."""
+    allocations = document.get("allocations")
+    if not isinstance(allocations, dict) or not isinstance(allocations.get("srs"), list):
+        return None
+    return tuple(str(entry["circuit_id"]) for entry in allocations["srs"])
+
+
 def snapshot_from_status(document: dict[str, Any], t: float, partitions: bool = False) -> StatusSnapshot:
     """Summarise one /status document (with every partition's state when ``partitions``); StatusError
     names the first missing or mistyped field."""
@@ -282,6 +290,7 @@ def snapshot_from_status(document: dict[str, Any], t: float, partitions: bool = 
             partitions_waiting_gpu=waiting,
             total_completed=int(counters["total_completed"]),
             total_failed=int(counters["total_failed"]),
+            srs_resident=_resident_srs(document),
             partitions=_partition_rows(document) if partitions else (),
         )
     except (KeyError, TypeError, ValueError) as error:

@@ -450,11 +450,15 @@ class StatusSnapshot:
     gpu_workers_busy: int
     gpu_workers_total: int
     partitions_waiting_gpu: int
+    # status.rs counts partitioned jobs only (monolithic and batched work never reaches it, and a
+    # restart zeroes it): a floor for the log's and GetStatus's counts, never the truth on its own.
     total_completed: int
     total_failed: int
     # Per partition, "job_id<TAB>index<TAB>state<TAB>synth_ms<TAB>gpu_ms<TAB>worker" (empty fields: none):
     # recorded only for a daemon watched without its log, whose waterfall is drawn from them.
     partitions: tuple[str, ...] = ()
+    # The circuit ids of ``allocations.srs`` (status.rs): the SRS really resident now (None: not reported).
+    srs_resident: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

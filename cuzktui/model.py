@@ -230,6 +230,9 @@ class SessionModel:
         if isinstance(event, ev.StatusSnapshot):
             self._observe_time(event.t)
             self.status = event
+            if event.srs_resident is not None:
+                # /status knows what is resident; the log's "SRS loaded" says only what once was.
+                self.daemon.srs_loaded = event.srs_resident
             # A daemon watched without its log: its /status partition states draw the waterfall.
             for derived in self._status_timeline.events(event):
                 self.timeline.apply(derived)

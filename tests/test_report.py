@@ -436,3 +436,28 @@ def test_a_bare_log_shows_the_daemons_warnings_once_per_run(tmp_path: Path) -> N
     assert report_of(path)["warnings"] == [
         {"line": "WARN nvidia-smi not available, defaulting to single GPU (ordinal 0)", "count": 2}
     ]
+
+
+def test_srs_residency_comes_from_status_allocations(tmp_path: Path) -> None:
+    from cuzktui.client import snapshot_from_status
+    from cuzktui.model import SessionModel
+
+    document = {
+        "uptime_secs": 60.0,
+        "memory": {"total_bytes": 400 << 30, "used_bytes": 0, "available_bytes": 400 << 30},
+        "synthesis": {"max_concurrent": 44, "active": 0},
+        "pipelines": [],
+        "gpu_workers": [],
+        "allocations": {
+            "srs": [{"circuit_id": "porep-32g", "bytes": 47 << 30, "last_used_secs_ago": 3.0, "evictable": True}],
+            "pce": [],
+        },
+        "counters": {"total_completed": 0, "total_failed": 0, "completed_by_kind": {}, "failed_by_kind": {}},
+    }
+    model = SessionModel()
+    model.apply(ev.SrsLoaded(1.0, "wpost-32g", 900, 57, 343))
+    model.apply(snapshot_from_status(document, t=2.0))
+    assert model.daemon.srs_loaded == ("porep-32g",)
+    document["allocations"] = {"srs": [], "pce": []}
+    model.apply(snapshot_from_status(document, t=3.0))
+    assert model.daemon.srs_loaded == ()
