@@ -16,7 +16,9 @@ import pytest
 
 from cuzktui import events as ev
 from cuzktui.cli import main
+from cuzktui.client import snapshot_from_status
 from cuzktui.controller import ControllerError
+from cuzktui.model import SessionModel
 from cuzktui.replay import ReplayController
 from cuzktui.report import build_report
 from cuzktui.session import SessionWriter, load_session
@@ -439,9 +441,6 @@ def test_a_bare_log_shows_the_daemons_warnings_once_per_run(tmp_path: Path) -> N
 
 
 def test_srs_residency_comes_from_status_allocations(tmp_path: Path) -> None:
-    from cuzktui.client import snapshot_from_status
-    from cuzktui.model import SessionModel
-
     document = {
         "uptime_secs": 60.0,
         "memory": {"total_bytes": 400 << 30, "used_bytes": 0, "available_bytes": 400 << 30},

@@ -1,15 +1,16 @@
 """The report (and the one reader behind replay and export) on logs the engine wrote imitating upstream:
-a batch, monolithic mode, a job dropped by the monolithic GPU queue."""
+a batch, monolithic mode (also as a bare log), a job dropped by the monolithic GPU queue."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
+from cuzktui.proto import proving_pb2 as pb
 from cuzktui.report import build_report
 from cuzktui.session import load_session
 from engine.jobs import Status
-from tests.engine.engine_harness import Captured
+from tests.engine.engine_harness import Captured, porep_request
 from tests.engine.test_engine_tracker import Factory, make_engine, porep, post, until
 
 __all__ = ["make_engine"]  # the fixture, shared with the tracker's tests
@@ -54,3 +55,16 @@ async def test_a_job_the_engines_gpu_queue_dropped_is_incomplete_with_the_reason
     assert jobs["winning-c"]["status"] == "completed"
     assert jobs["winning-b"]["status"] == "incomplete" and "GPU queue" in jobs["winning-b"]["reason"]
     dropped.cancel()
+
+
+def test_the_engines_bare_log_in_monolithic_mode_replays_and_reports(engine_factory: Any) -> None:
+    engine = engine_factory({"pipeline": {"enabled": False}})
+    stub = engine.stub()
+    assert stub.Prove(pb.ProveRequest(submit=porep_request("mono-1")), timeout=30).result.status == 1
+    failed = stub.Prove(pb.ProveRequest(submit=porep_request("mono-bad", payload=b"")), timeout=30).result
+    assert failed.status == pb.AwaitProofResponse.FAILED
+    _, model = load_session(engine.stdout_path)
+    d = model.daemon
+    assert d.phase == "ready" and d.listen and d.budget_total_gib is not None
+    data = build_report(model, str(engine.stdout_path))
+    assert {j["job_id"]: j["status"] for j in data["jobs"]} == {"mono-1": "completed", "mono-bad": "failed"}
