@@ -25,6 +25,7 @@ __all__ = ["build_report", "render_text"]
 # Idle stretches shorter than this share of the whole recording are not worth listing.
 _GAP_SHARE: Final = 0.02
 _GAPS_LISTED: Final = 5
+_ENGINE_PREFIX: Final = "cuzk-engine: "
 
 
 def _percentile(values: Sequence[float], q: float) -> float:
@@ -125,7 +126,12 @@ def build_report(model: SessionModel, source: str) -> dict[str, Any]:
     entries = [_job_entry(job, model, exits) for job in jobs]
     counts = Counter(entry["status"] for entry in entries)
     partitions = [p for job in jobs for p in job.partitions.values()]
-    engine = model.daemon.mode == "engine" or model.daemon.memory_scale is not None
+    # A bare engine log says what it is in its own WARN lines (engine/__main__.py, "cuzk-engine: …").
+    engine = (
+        model.daemon.mode == "engine"
+        or model.daemon.memory_scale is not None
+        or any(r.message.startswith(_ENGINE_PREFIX) for r in model.warnings)
+    )
     warnings = Counter(f"{r.level} {r.message}" for r in model.warnings)
     return {
         "source": source,

@@ -414,6 +414,7 @@ def test_report_json_has_the_documented_keys(tmp_path: Path, capsys: pytest.Capt
     assert main(["report", str(path), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert {"jobs", "counts", "evictions", "budget_stalls"} <= set(data)
+    assert data["engine_time"] is False
     assert data["jobs"] == [
         {
             "job_id": "porep-1",
@@ -460,3 +461,14 @@ def test_srs_residency_comes_from_status_allocations(tmp_path: Path) -> None:
     document["allocations"] = {"srs": [], "pce": []}
     model.apply(snapshot_from_status(document, t=3.0))
     assert model.daemon.srs_loaded == ()
+
+
+def test_the_text_report_leads_with_the_counts_and_names_each_unfinished_job(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = [*startup(), *partitioned_job("porep-1", 0), assembled(3.5, "porep-1"), enqueue(4.0, "porep-2")]
+    path = write_log(tmp_path, lines)
+    assert main(["report", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].startswith("jobs: 2  completed 1  failed 0  incomplete 1")
+    assert "  incomplete porep-2  still waiting in the scheduler queue when the recording ends" in out

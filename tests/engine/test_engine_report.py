@@ -67,4 +67,5 @@ def test_the_engines_bare_log_in_monolithic_mode_replays_and_reports(engine_fact
     d = model.daemon
     assert d.phase == "ready" and d.listen and d.budget_total_gib is not None
     data = build_report(model, str(engine.stdout_path))
+    assert data["engine_time"]  # its figures are the emulated box's, and the report says so
     assert {j["job_id"]: j["status"] for j in data["jobs"]} == {"mono-1": "completed", "mono-bad": "failed"}
