@@ -41,6 +41,7 @@ from .model import SessionModel
 from .planner import memcheck_for
 from .recording import DaemonRecorder
 from .session import SessionFollower, SessionWriter, list_sessions
+from .session_layout import META_FILE
 from .supervisor import (
     DaemonProgram,
     DaemonStartError,
@@ -109,7 +110,7 @@ def find_detached_session(address: str, root: Path | None = None) -> Path | None
     """
     for info in reversed(list_sessions(root)):
         try:
-            meta = json.loads((info.path / "meta.json").read_text("utf-8"))
+            meta = json.loads((info.path / META_FILE).read_text("utf-8"))
         except (OSError, ValueError):
             continue
         left = meta.get("left_running") if isinstance(meta, dict) else None
