@@ -1,10 +1,16 @@
-"""What the dashboard and the waterfall draw from evictions, budget stalls and pre-synthesis waits."""
+"""What the dashboard, the waterfall and the Logs screen draw from evictions, budget stalls,
+pre-synthesis waits and a bare log."""
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+
 from cuzktui import events as ev
 from cuzktui.model import SessionModel
+from cuzktui.replay import ReplayController
 from cuzktui.ui.screens.dashboard import memory_spec
+from cuzktui.ui.screens.logs import log_path_of
 from cuzktui.ui.widgets.waterfall import partition_detail
 
 T = 1_777_618_800.0  # 2026-05-01T07:00:00Z
@@ -33,3 +39,15 @@ def test_partition_details_name_the_scheduler_and_budget_waits() -> None:
     job = model.timeline.jobs()[0]
     text = partition_detail(job.partitions[0], T).plain
     assert "scheduler 2.0s" in text and "memory budget 5.0s" in text
+
+
+def test_a_bare_log_without_a_start_line_still_opens_on_the_logs_screen(tmp_path: Path) -> None:
+    path = tmp_path / "cuzk.log"
+    # Attached mid-run: no "cuzk-daemon starting"; scheduler.rs Scheduler::submit's line only.
+    path.write_text(
+        "2026-05-01T07:00:01.000000Z  INFO cuzk_core::scheduler: job enqueued job_id=porep-1 proof_kind=porep-c2 "
+        "priority=Normal queue_position=0\n"
+    )
+    replay = ReplayController(path)
+    asyncio.run(replay.start())
+    assert log_path_of(replay) == path
