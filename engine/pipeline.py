@@ -302,8 +302,7 @@ class Engine:
             ("slot_size", c.slot_size),
             ("synthesis_concurrency", c.synthesis_concurrency),
         )
-        for _ in range(max(1, c.synthesis_concurrency)):
-            self._spawn(self._batch_task())
+        self._spawn(self._synthesis_dispatcher())
         self._dispatcher = self._spawn(self._dispatch())
         for sw_id in range(self.synth_worker_count):
             self._spawn(self._synth_worker(sw_id))
@@ -428,63 +427,98 @@ class Engine:
             waiting[job.facts.display] = waiting.get(job.facts.display, 0) + 1
         return waiting
 
-    # Batch tasks --------------------------------------------------------------------------------
+    # Synthesis dispatcher ------------------------------------------------------------------------
 
-    async def _batch_task(self) -> None:
+    async def _synthesis_dispatcher(self) -> None:
+        """engine.rs start(), "synthesis dispatcher": one loop pulling from the scheduler through
+        batch_collector.rs's BatchCollector (one pending batch; a new batchable kind flushes the old
+        batch, a non-batchable job pre-empts it, the wait runs from its first request), handing
+        each batch to ``_process_batch`` inline (synthesis_concurrency 1) or as a task."""
+        c = self.config
+        slots = asyncio.Semaphore(max(1, c.synthesis_concurrency))
+        pending: list[Job] = []
+        pending_since = 0.0
         while True:
-            job = await self.scheduler.get()
+            if pending:
+                left = pending_since + self.clock.real(c.max_batch_wait_ms / 1000) - time.monotonic()
+                try:
+                    job = await asyncio.wait_for(self.scheduler.get(), max(0.0, left))
+                except TimeoutError:
+                    await self._dispatch_batch(
+                        pending, Span("synth_timeout_flush", (("batch_size", len(pending)),)), slots
+                    )
+                    pending = []
+                    continue
+            else:
+                job = await self.scheduler.get()
             if job is None:
+                if pending:
+                    await self._dispatch_batch(pending, self._flush_span("synth_shutdown_flush", pending), slots)
                 return
             self._dequeued(job)
-            batch = [job]
-            if job.request.kind in BATCHABLE and self.config.max_batch_size > 1:
-                batch = await self._collect_batch(job)
-            facts = job.facts
-            if len(batch) > 1:
-                full = len(batch) >= self.config.max_batch_size
-                name = "synth_batch_full" if full else "synth_timeout_flush"
-                fields: tuple[tuple[str, tracing.FieldValue], ...] = (("batch_size", len(batch)),)
-                span = Span(name, (*fields, ("proof_kind", facts.display)) if full else fields)
-            elif self.config.max_batch_size > 1 and job.request.kind in BATCHABLE:
-                span = Span("synth_timeout_flush", (("batch_size", 1),))
-            else:
-                span = Span("synth_single", (("proof_kind", facts.display),))
-            self.log.info(
-                tracing.ENGINE,
-                msg.PROCESSING_BATCH,
-                ("batch_size", len(batch)),
-                ("proof_kind", facts.display),
-                ("slot_size", self.config.slot_size),
-                span=(span,),
-            )
+            if job.request.kind in BATCHABLE and c.max_batch_size > 1:
+                if pending and pending[0].request.kind is job.request.kind:
+                    pending.append(job)
+                    if len(pending) >= c.max_batch_size:
+                        full, pending = pending, []
+                        await self._dispatch_batch(full, self._batch_span("synth_batch_full", full), slots)
+                    continue
+                # BatchCollector::add: another kind replaces the pending batch, which is returned
+                # and dispatched under the "batch full" span.
+                flushed, pending, pending_since = pending, [job], time.monotonic()
+                if flushed:
+                    await self._dispatch_batch(flushed, self._batch_span("synth_batch_full", flushed), slots)
+                continue
+            if pending:
+                flushed, pending = pending, []
+                await self._dispatch_batch(flushed, self._batch_span("synth_preempt_flush", flushed), slots)
+            await self._dispatch_batch([job], Span("synth_single", (("proof_kind", job.facts.display),)), slots)
+
+    @staticmethod
+    def _flush_span(name: str, batch: list[Job]) -> Span:
+        return Span(name, (("batch_size", len(batch)),))
+
+    @staticmethod
+    def _batch_span(name: str, batch: list[Job]) -> Span:
+        return Span(name, (("batch_size", len(batch)), ("proof_kind", batch[0].facts.display)))
+
+    async def _dispatch_batch(self, batch: list[Job], span: Span, slots: asyncio.Semaphore) -> None:
+        """engine.rs dispatch_batch: inline with concurrency 1, else a task holding a permit."""
+        if self.config.synthesis_concurrency <= 1:
+            await self._process_batch(batch, span)
+            return
+        await slots.acquire()
+
+        async def run() -> None:
             try:
-                if len(batch) > 1 or facts.monolithic:
-                    await self._monolithic(batch, span)
-                else:
-                    await self._split(job, span)
-            except Exception as err:  # the emulator's own bug must fail the job, not kill the task
-                for member in batch:
-                    self._fail(member, f"task panicked: {err}")
+                await self._process_batch(batch, span)
+            finally:
+                slots.release()
+
+        self._background_task(run())
+
+    async def _process_batch(self, batch: list[Job], span: Span) -> None:
+        facts = batch[0].facts
+        self.log.info(
+            tracing.ENGINE,
+            msg.PROCESSING_BATCH,
+            ("batch_size", len(batch)),
+            ("proof_kind", facts.display),
+            ("slot_size", self.config.slot_size),
+            span=(span,),
+        )
+        try:
+            if len(batch) > 1 or facts.monolithic:
+                await self._monolithic(batch, span)
+            else:
+                await self._split(batch[0], span)
+        except Exception as err:  # the emulator's own bug must fail the job, not kill the dispatcher
+            for member in batch:
+                self._fail(member, f"task panicked: {err}")
 
     def _dequeued(self, job: Job) -> None:
         display = job.facts.display
         self.log.info(tracing.SCHEDULER, msg.JOB_DEQUEUED, ("job_id", job.job_id), ("proof_kind", display))
-
-    async def _collect_batch(self, first: Job) -> list[Job]:
-        batch = [first]
-        deadline = time.monotonic() + self.clock.real(self.config.max_batch_wait_ms / 1000)
-        while len(batch) < self.config.max_batch_size:
-            same = [j for j in self.scheduler.items() if j.request.kind is first.request.kind]
-            if same:
-                for job in same[: self.config.max_batch_size - len(batch)]:
-                    self.scheduler.remove(job)
-                    self._dequeued(job)
-                    batch.append(job)
-                continue
-            if time.monotonic() >= deadline or self.scheduler.closed:
-                break
-            await asyncio.sleep(min(0.005, max(0.0, deadline - time.monotonic())))
-        return batch
 
     async def _parse(self, job: Job) -> str | None:
         """Emulated input parsing: any non-empty input is accepted; returns an error text or None."""

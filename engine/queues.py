@@ -42,10 +42,6 @@ class ClosableQueue(Generic[T]):
         self.push(key, item)
         return None
 
-    def remove(self, item: T) -> None:
-        self._heap = [entry for entry in self._heap if entry[2] is not item]
-        heapq.heapify(self._heap)
-
     async def get(self) -> T | None:
         while not self._heap and not self.closed:
             getter = asyncio.get_running_loop().create_future()

@@ -349,3 +349,33 @@ async def test_a_post_synthesis_logs_upstreams_lines_under_its_own_span(
     assert synthesizing.endswith(f"{span}{msg.WINNING_SYNTHESIZING} num_circuits=1")
     (done,) = captured.messages(msg.WINNING_COMPLETE)
     assert f"{span}{msg.WINNING_COMPLETE} synth_ms=" in done and " num_constraints=" in done
+
+
+async def test_the_batch_collector_flushes_on_a_new_kind_and_is_preempted_by_post(
+    make_engine: Factory, captured: Captured
+) -> None:
+    e = await make_engine(max_batch_size=3, max_batch_wait_ms=10**8)  # the wait never runs out here
+
+    def dequeued(job_id: str) -> bool:
+        return bool(captured.messages(f"{msg.JOB_DEQUEUED} job_id={job_id} "))
+
+    def processing(span: str) -> list[str]:
+        return [line for line in captured.messages(msg.PROCESSING_BATCH) if f"INFO {span}: cuzk_core::engine: " in line]
+
+    first = e.prove(porep("porep-a"))
+    await until(lambda: dequeued("porep-a"), "porep-a in the pending batch")
+    winning = e.prove(post("winning-w"))  # not batchable: the pending batch goes first
+    results = await asyncio.wait_for(asyncio.gather(first, winning), 60)
+    assert [r.status for r in results] == [Status.COMPLETED, Status.COMPLETED]
+    assert processing("synth_preempt_flush{batch_size=1 proof_kind=porep-c2}")
+    assert processing("synth_single{proof_kind=winning-post}")
+    text = captured.path.read_text()
+    assert text.index("synth_preempt_flush{") < text.index("synth_single{")
+
+    second = e.prove(porep("porep-b"))
+    await until(lambda: dequeued("porep-b"), "porep-b in the pending batch")
+    e.prove(ProofRequest("snap-s", ProofKind.SNAP_DEALS_UPDATE, vanilla_proofs=[b"p"] * 16, registered_proof=3))
+    # batch_collector.rs add(): another batchable kind hands back the pending batch, as "full".
+    assert (await asyncio.wait_for(second, 60)).status is Status.COMPLETED
+    assert processing("synth_batch_full{batch_size=1 proof_kind=porep-c2}")
+    assert not processing("synth_batch_full{batch_size=1 proof_kind=snap-update}")  # still waiting
