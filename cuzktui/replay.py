@@ -39,11 +39,16 @@ class ReplayController(LocalQueries):
 
     def __init__(self, source: Path, clock: Callable[[], float] = time.monotonic) -> None:
         self.source = source
+        # Decided once here; a source that is neither a session nor a log is refused by load/start.
+        resolved: SessionSource | None = None
+        self._refusal = ""
         try:
-            self._source = resolve_source(source)
+            resolved = resolve_source(source)
         except SourceError as error:
-            raise ControllerError(str(error)) from error
-        self._log_source = str(self._source.log_path) if self._source.bare_log else None
+            self._refusal = str(error)
+        self._resolved = resolved
+        self._directory = resolved.directory if resolved is not None else None
+        self._log_source = str(resolved.log_path) if resolved is not None and resolved.bare_log else None
         self.model = SessionModel(log_source=self._log_source)
         self.cursor_t: float | None = None
         self.speed = 10.0
@@ -57,7 +62,7 @@ class ReplayController(LocalQueries):
 
     @property
     def identity(self) -> Identity:
-        return Identity("replay", f"replay of {self.source}", self._source.directory)
+        return Identity("replay", f"replay of {self.source}", self._directory)
 
     @property
     def read_only(self) -> bool:
@@ -66,12 +71,17 @@ class ReplayController(LocalQueries):
     def load(self) -> None:
         """Read the source now (ControllerError when it is neither a session nor a daemon log), so
         a command line can refuse a bad file before the TUI opens; ``start`` then reuses it."""
-        self._events = load_events(self._source)
+        self._events = self._read()
         self._loaded = True
+
+    def _read(self) -> list[tuple[float, ev.Event]]:
+        if self._resolved is None:
+            raise ControllerError(self._refusal)
+        return load_events(self._resolved)
 
     async def start(self) -> None:
         if not self._loaded:
-            self._events = await asyncio.to_thread(load_events, self._source)
+            self._events = await asyncio.to_thread(self._read)
             self._loaded = True
         self._times = [t for t, _ in self._events]
         self._rebuild(len(self._events))
@@ -133,9 +143,9 @@ class ReplayController(LocalQueries):
         return changed
 
     def config_path(self) -> Path | None:
-        if self._source.directory is None:
+        if self._directory is None:
             return None
-        versions = config_versions(self._source.directory)
+        versions = config_versions(self._directory)
         return versions[-1] if versions else None
 
     def config_values(self) -> dict[str, Any]:
