@@ -26,6 +26,15 @@ def _add_daemon_choice(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="daemon config TOML (written if missing)")
 
 
+def _add_metrics(parser: argparse.ArgumentParser, **kwargs: object) -> None:
+    parser.add_argument(
+        "--metrics",
+        metavar="ADDR",
+        help="serve OpenMetrics for Prometheus at HOST:PORT (or PORT: loopback), e.g. 127.0.0.1:9920",
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cuzk-tui",
@@ -45,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="on the engine, emulate a box of this much RAM (128, 256, 512 …) inside a real memory cgroup",
     )
     parser.add_argument("--memory-limit", metavar="SIZE", help="run the daemon in a new memory cgroup of this size")
+    _add_metrics(parser)
     parser.add_argument("--no-mouse", action="store_true", help="do not capture the mouse")
     parser.add_argument("--ascii", action="store_true", help="draw without braille or box glyphs")
     parser.add_argument("--theme", metavar="NAME", help="colour theme (see themes/; ansi-dark for 16 colours)")
@@ -70,6 +80,24 @@ def build_parser() -> argparse.ArgumentParser:
     attach.add_argument(
         "--session", metavar="DIR", default=argparse.SUPPRESS, help="record into (or continue) this session directory"
     )
+
+    _add_metrics(attach, default=argparse.SUPPRESS)
+
+    record = sub.add_parser("record", help="record a daemon without a terminal (systemd), optionally with metrics")
+    _add_daemon_choice(record)
+    record.add_argument("--profile", type=int, metavar="GIB", help="on the engine, emulate a box of this much RAM")
+    record.add_argument("--memory-limit", metavar="SIZE", help="run the daemon in a new memory cgroup of this size")
+    record.add_argument("--run-bench", metavar="KIND:COUNT:CONCURRENCY", help="start this benchmark once ready")
+    record.add_argument("--attach", metavar="ADDRESS", help="record a running daemon (host:port or unix:///path)")
+    record.add_argument("--status-url", metavar="URL", help="with --attach: the daemon's HTTP status URL")
+    record.add_argument("--log", metavar="FILE", help="with --attach: the daemon's log file to follow")
+    record.add_argument("--journal", metavar="UNIT", help="with --attach: follow the daemon's log in journald")
+    record.add_argument("--pid", type=int, metavar="PID", help="with --attach: the daemon's pid")
+    record.add_argument("--session", metavar="DIR", help="record into this session directory")
+    record.add_argument(
+        "--keep", metavar="AGE", help="delete recorded sessions older than AGE (7d, 12h) at start and hourly"
+    )
+    _add_metrics(record)
 
     replay = sub.add_parser("replay", help="open a recorded session or a raw daemon log")
     replay.add_argument("source", help="a session directory or a daemon log file")
@@ -129,6 +157,7 @@ _HANDLERS = {
     None: ("tui", "run_tui"),
     "attach": ("tui", "run_attach"),
     "replay": ("tui", "run_replay"),
+    "record": ("record", "run_record"),
     "memcheck": ("memcheck", "run_memcheck"),
     "memprobe": ("memcheck", "run_memprobe"),
     "bench": ("bench", "run_bench"),

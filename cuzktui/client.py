@@ -235,6 +235,15 @@ async def fetch_status_json(url: str, timeout: float = 2.0) -> dict[str, Any] | 
     return document
 
 
+def _allocated(document: dict[str, Any], table: str) -> int | None:
+    """Bytes of one /status ``allocations`` table (srs or pce); None when the document has none."""
+    allocations = document.get("allocations")
+    entries = allocations.get(table) if isinstance(allocations, dict) else None
+    if not isinstance(entries, list):
+        return None
+    return sum(int(entry["bytes"]) for entry in entries)
+
+
 def _partition_rows(document: dict[str, Any]) -> tuple[str, ...]:
     """Each partition of /status ``pipelines`` as one StatusSnapshot.partitions row, with the GPU worker
     that holds it (``gpu_workers`` current_job / current_partition, status.rs)."""
@@ -292,6 +301,8 @@ def snapshot_from_status(document: dict[str, Any], t: float, partitions: bool = 
             total_failed=int(counters["total_failed"]),
             srs_resident=_resident_srs(document),
             partitions=_partition_rows(document) if partitions else (),
+            srs_resident_bytes=_allocated(document, "srs"),
+            pce_resident_bytes=_allocated(document, "pce"),
         )
     except (KeyError, TypeError, ValueError) as error:
         raise StatusError(f"unexpected /status document: {type(error).__name__}: {error}") from error

@@ -459,6 +459,9 @@ class StatusSnapshot:
     partitions: tuple[str, ...] = ()
     # The circuit ids of ``allocations.srs`` (status.rs): the SRS really resident now (None: not reported).
     srs_resident: tuple[str, ...] | None = None
+    # /status "allocations" (status.rs): bytes of SRS and PCE entries held now; None where not reported.
+    srs_resident_bytes: int | None = None
+    pce_resident_bytes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

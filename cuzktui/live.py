@@ -37,6 +37,7 @@ from .config import ConfigDocument, ConfigError, build_config, load_config, save
 from .controller import BenchRequest, ControllerError, Identity, ReplayClock
 from .knobs import Severity
 from .local import LocalQueries
+from .metrics import MetricsExporter
 from .model import SessionModel
 from .planner import memcheck_for
 from .recording import DaemonRecorder
@@ -130,6 +131,7 @@ class LiveOptions:
     profile_gib: int | None = None  # on the engine: emulate a box of this much RAM
     run_bench: BenchRequest | None = None
     sample_interval: float = 1.0
+    metrics_address: tuple[str, int] | None = None  # serve OpenMetrics here (cuzktui.metrics)
 
 
 # Without a profile the engine still emulates a typical proving box: "auto" budgets are then
@@ -180,6 +182,7 @@ class LiveController(LocalQueries):
         self._farewell = ""
         self._force_restart: asyncio.Event | None = None
         self._in_flight: list[InFlight] = []
+        self.exporter: MetricsExporter | None = None
 
     # -- identity ------------------------------------------------------------------------
 
@@ -203,6 +206,13 @@ class LiveController(LocalQueries):
 
     async def start(self) -> None:
         o = self.options
+        if o.metrics_address is not None:  # first: a port in use stops us before anything is launched
+            exporter = MetricsExporter()
+            try:
+                exporter.serve(*o.metrics_address)
+            except OSError as error:
+                raise ControllerError(f"--metrics {o.metrics_address[0]}:{o.metrics_address[1]}: {error}") from error
+            self.exporter = exporter
         mode = o.program.mode if o.program is not None else "attached"
         self.session = SessionWriter.create(label=mode, directory=o.session_dir, mode=mode)
         # A journald log is copied into the session's daemon.log, which the follower reads by default.
@@ -225,6 +235,8 @@ class LiveController(LocalQueries):
             self._tasks.append(asyncio.create_task(self._launch(self._config_text, ())))
         self._recorder = DaemonRecorder(self.supervisor, self._record, o.sample_interval)
         self._recorder.start()
+        if self.exporter is not None:
+            self._tasks.append(asyncio.create_task(self.exporter.follow_daemon(self.model, o.sample_interval)))
 
     def _initial_config(self) -> str:
         o = self.options
@@ -354,7 +366,10 @@ class LiveController(LocalQueries):
         self._reap_bench()
         async with self._poll_lock:  # the app's poll and a drain's both read the follower
             events = await asyncio.to_thread(self._follower.poll)
-            return self.model.apply_all(events)
+            changed = self.model.apply_all(events)
+            if self.exporter is not None:
+                self.exporter.refresh(self.model)
+            return changed
 
     def config_path(self) -> Path | None:
         if self.options.config_file is not None:
@@ -503,6 +518,8 @@ class LiveController(LocalQueries):
         if self.supervisor is not None:
             with contextlib.suppress(SupervisorError, ClientError, OSError):
                 await self.supervisor.close(stop=stop_daemon)
+        if self.exporter is not None:
+            self.exporter.close()
         if self.session is not None:
             self.session.close()
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from ..controller import BenchRequest, Controller, ControllerError
 from ..daemon_facts import CLI_KINDS
 from ..live import AttachTarget, LiveController, LiveOptions, find_detached_session
+from ..metrics import MetricsAddressError, exposure_warning, parse_metrics_address
 from ..replay import ReplayController
 from ..supervisor import choose_program
 from ..units import UnitError, parse_size
@@ -29,13 +30,27 @@ def parse_run_bench(text: str) -> BenchRequest:
     return BenchRequest(parts[0], int(parts[1]), int(parts[2]))
 
 
-def _memory_limit(args: argparse.Namespace) -> int | None:
+def memory_limit_of(args: argparse.Namespace) -> int | None:
     if not getattr(args, "memory_limit", None):
         return None
     try:
         return parse_size(args.memory_limit)
     except UnitError as error:
         raise UsageError(f"--memory-limit: {error}") from error
+
+
+def metrics_address(text: str | None) -> tuple[str, int] | None:
+    """``--metrics ADDR`` checked, with a warning on stderr when it listens beyond loopback."""
+    if not text:
+        return None
+    try:
+        host, port = parse_metrics_address(text)
+    except MetricsAddressError as error:
+        raise UsageError(str(error)) from None
+    warning = exposure_warning(host)
+    if warning:
+        print(f"cuzk-tui: warning: {warning}", file=sys.stderr, flush=True)
+    return host, port
 
 
 def _run(controller: Controller, args: argparse.Namespace) -> int:
@@ -58,7 +73,8 @@ def _usage_error(error: UsageError) -> int:
 def run_tui(args: argparse.Namespace) -> int:
     try:
         run_bench = parse_run_bench(args.run_bench) if args.run_bench else None
-        limit = _memory_limit(args)
+        limit = memory_limit_of(args)
+        metrics = metrics_address(args.metrics)
     except UsageError as error:
         return _usage_error(error)
     program = choose_program(engine=args.engine, daemon_path=args.daemon)
@@ -71,6 +87,7 @@ def run_tui(args: argparse.Namespace) -> int:
         memory_limit=limit,
         profile_gib=args.profile,
         run_bench=run_bench,
+        metrics_address=metrics,
     )
     return _run(LiveController(options), args)
 
@@ -86,6 +103,7 @@ def attach_options(args: argparse.Namespace) -> LiveOptions:
         config_file=Path(args.config) if args.config else None,
         session_dir=session,
         attach=AttachTarget(args.address, args.status_url, args.log, args.journal, args.pid),
+        metrics_address=metrics_address(args.metrics),
     )
 
 
