@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import subprocess
 import time
@@ -214,3 +216,22 @@ def test_retention_keeps_young_sessions_and_the_current_one(tmp_path: Path) -> N
         parse_age("soon")
     with pytest.raises(AgeError):
         parse_age("0d")
+
+
+def test_the_dashboard_and_the_rules_name_only_metrics_the_recorder_serves() -> None:
+    root = Path(__file__).resolve().parent.parent
+    exporter = MetricsExporter()
+    exporter.daemon_text(daemon_text(3, 40))
+    exporter.refresh(a_box_that_was_oom_killed())
+    suffixes = {"counter": ["_total"], "info": ["_info"], "histogram": ["_bucket", "_count", "_sum"], "gauge": [""]}
+    served = {f.name + end for f in exporter.registry.collect() for end in suffixes.get(f.type, ["", "_count", "_sum"])}
+    rules = (root / "contrib" / "prometheus" / "cuzk.rules.yml").read_text()
+    recorded = set(re.findall(r"record: (\S+)", rules))
+    dashboard = json.loads((root / "contrib" / "grafana" / "cuzk.json").read_text())
+    expressions = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    expressions += [a["expr"] for a in dashboard["annotations"]["list"]]
+    expressions.append(dashboard["templating"]["list"][1]["query"])
+    named = {n for text in [*expressions, rules] for n in re.findall(r"\b(?:instance:)?cuzk_[a-z0-9_:]+", text)}
+    assert named, "no metric names found"
+    assert named - served - recorded == set()
+    assert recorded <= {n for text in expressions for n in re.findall(r"instance:cuzk_[a-z0-9_:]+", text)}
