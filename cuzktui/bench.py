@@ -17,9 +17,7 @@ finished, up to ``oom_retries`` times. Any other death fails the run with the di
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import hashlib
 import json
 import os
 import signal
@@ -34,6 +32,7 @@ from typing import Any, Final, Literal
 import psutil
 
 from . import events as ev
+from . import proofinputs as pi
 from .client import DaemonCallError, DaemonDied, DaemonUnreachable
 from .config import ConfigDocument
 from .daemon_facts import BY_CLI_NAME, ProofKind
@@ -44,12 +43,9 @@ from .session import open_private_append
 from .supervisor import DaemonStartError, Supervisor, SupervisorError
 from .units import GiB, MiB, UnitError, parse_size
 
-SECTOR_SIZE_32G: Final = 34359738368
-DEFAULT_MINER: Final = 1000
+DEFAULT_MINER: Final = 1000  # cuzk-bench's --miner-id default
 # Curio's ProveTimeout (reference §1.8).
 DEFAULT_PROOF_TIMEOUT_S: Final = 30 * 60.0
-# registered_proof for 32 GiB sectors as Curio sends them (reference §9.2); PoRep's is read from the C1 JSON.
-_REGISTERED_PROOF: Final = {"porep": 8, "snap": 3, "wpost": 13, "winning": 3}
 # A later OOM kill lowers the budget by this factor.
 OOM_BUDGET_FACTOR: Final = 0.9
 # After the daemon's calls failed, how long to wait for the supervisor's exit diagnosis.
@@ -61,6 +57,23 @@ class BenchUsageError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
+class RequestParams:
+    """What goes into each request beside the input, as cuzk-bench batch's flags give it
+    (``--miner-id``, ``--sector-num``, ``--registered-proof``, ``--randomness``, the comm flags).
+    None: from the input file (a C1 wrapper's SectorNum, the files beside a vanilla-proof file),
+    else Curio's value for 32 GiB sectors (registered proof) or cuzk-bench's default."""
+
+    miner_id: int = DEFAULT_MINER
+    sector_num: int | None = None
+    registered_proof: int | None = None
+    randomness: bytes | None = None
+    comm_r_old: bytes | None = None
+    comm_r_new: bytes | None = None
+    comm_d_new: bytes | None = None
+    synthetic_size: int = 0  # bytes of each synthetic C1 (0: the generator's compact shape)
+
+
+@dataclass(frozen=True, slots=True)
 class BenchOptions:
     kind: str  # porep | snap | wpost | winning
     count: int
@@ -68,7 +81,7 @@ class BenchOptions:
     input_path: Path | None = None
     oom_retries: int = 3
     proof_timeout_s: float = DEFAULT_PROOF_TIMEOUT_S
-    miner_id: int = DEFAULT_MINER
+    params: RequestParams = field(default_factory=lambda: RequestParams())
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,102 +144,166 @@ class BenchSummary:
 # --------------------------------------------------------------------------------------------
 
 
-def _det_bytes(seed: str, n: int) -> bytes:
-    """``n`` deterministic pseudo-random bytes for ``seed`` (synthetic engine inputs)."""
-    out = bytearray()
-    counter = 0
-    while len(out) < n:
-        out += hashlib.sha256(f"{seed}/{counter}".encode()).digest()
-        counter += 1
-    return bytes(out[:n])
-
-
 def read_vanilla_file(path: Path) -> list[bytes]:
     """A vanilla-proof file as cuzk-bench reads it: a JSON array of base64 strings, else one proof."""
     data = path.read_bytes()
     if not data:
         raise BenchUsageError(f"{path}: the vanilla proof file is empty")
     try:
-        document = json.loads(data)
-    except ValueError:
-        return [data]
-    if isinstance(document, list) and document and all(isinstance(item, str) for item in document):
-        try:
-            return [base64.b64decode(item, validate=True) for item in document]
-        except ValueError as error:
-            raise BenchUsageError(f"{path}: an element of the JSON array is not base64: {error}") from error
-    return [data]
+        return pi.read_vanilla(data)
+    except pi.InputError as error:
+        raise BenchUsageError(f"{path}: {error}") from None
 
 
 def read_c1_file(path: Path) -> tuple[bytes, int]:
-    """(vanilla_proof payload, sector number) for a PoRep C1 file.
+    """(vanilla_proof payload, the wrapper's SectorNum) for a PoRep C1 file.
 
-    The payload is Curio's wrapper ``{"SectorNum", "Phase1Out" (base64), "SectorSize"}``
-    (reference §9.1); a bare SealCommitPhase1Output JSON is wrapped as Curio would wrap it.
+    The payload is Curio's wrapper ``{"SectorNum", "Phase1Out" (base64), "SectorSize"}``; a bare
+    SealCommitPhase1Output JSON is wrapped as Curio would wrap it (sector 1).
     """
     data = path.read_bytes()
+    try:
+        return data, pi.parse_c1_wrapper(data).sector_num
+    except pi.InputError:
+        pass
     try:
         document = json.loads(data)
     except ValueError as error:
         raise BenchUsageError(f"{path}: not a C1 output JSON: {error}") from error
     if not isinstance(document, dict):
         raise BenchUsageError(f"{path}: not a C1 output JSON (expected an object)")
-    if "Phase1Out" in document:
-        sector = document.get("SectorNum", 1)
-        return data, sector if isinstance(sector, int) else 1
-    wrapper = {"SectorNum": 1, "Phase1Out": base64.b64encode(data).decode("ascii"), "SectorSize": SECTOR_SIZE_32G}
-    return json.dumps(wrapper).encode("utf-8"), 1
+    return pi.wrap_phase1(data, 1), 1
+
+
+def c1_identity_warning(payload: bytes, miner_id: int, sector_number: int) -> str | None:
+    """Why the daemon's self-check would fail this C1 for this miner and sector (None: it passes).
+
+    The C1's replica id is bound to one miner and sector; the daemon proves with the request's and
+    its self-check then reports the proof FAILED (cuzk-core prover.rs ``verify_porep_proof``)."""
+    try:
+        _, c1 = pi.parse_c1(payload)
+    except pi.InputError:
+        return None  # the daemon reports its own parse error
+    if pi.replica_id(miner_id, sector_number, c1.ticket, c1.comm_d, c1.ffi_id) == c1.replica_id:
+        return None
+    return (
+        f"the C1's replica id is not that of miner {miner_id}, sector {sector_number}: the daemon will prove it"
+        " and its self-check will report FAILED (give --miner-id / --sector-num)"
+    )
+
+
+def _sibling_file(input_path: Path | None, name: str) -> Path | None:
+    if input_path is None:
+        return None
+    sibling = input_path.parent / name
+    return sibling if sibling.is_file() else None
+
+
+def _hex32_file(path: Path, key: str) -> bytes:
+    """A value from a file ``cuzk-engine sample-inputs`` writes: ``--flag HEX`` per line."""
+    for line in path.read_text().splitlines():
+        flag, _, value = line.strip().partition(" ")
+        if flag == f"--{key}":
+            return pi.parse_hex32(value.strip(), key)
+    raise BenchUsageError(f"{path}: no --{key} line")
+
+
+def snap_commitments(params: RequestParams, input_path: Path | None, seed: str) -> pi.SnapCommitments:
+    """Flags first, then ``snap-comms.txt`` beside the input; random only for synthetic inputs."""
+    comms_file = _sibling_file(input_path, pi.SNAP_COMMS_FILE)
+    values: list[bytes] = []
+    for name in ("comm-r-old", "comm-r-new", "comm-d-new"):
+        flag: bytes | None = getattr(params, name.replace("-", "_"))
+        if flag is None and comms_file is not None:
+            flag = _hex32_file(comms_file, name)
+        if flag is None and input_path is not None:
+            raise BenchUsageError(
+                f"SnapDeals with --input needs --{name} (or {pi.SNAP_COMMS_FILE} beside the input):"
+                " the daemon rejects a request without its commitments"
+            )
+        values.append(flag if flag is not None else pi.fr_safe(pi.det_bytes(f"{seed}/{name}", 32)))
+    return pi.SnapCommitments(*values)
+
+
+def post_randomness(params: RequestParams, input_path: Path | None, seed: str) -> bytes:
+    """``--randomness``, then ``post-randomness.txt`` beside the input, then zeros as cuzk-bench
+    (a real input) or deterministic bytes (synthetic)."""
+    if params.randomness is not None:
+        return params.randomness
+    randomness_file = _sibling_file(input_path, pi.POST_RANDOMNESS_FILE)
+    if randomness_file is not None:
+        return _hex32_file(randomness_file, "randomness")
+    return bytes(32) if input_path is not None else pi.fr_safe(pi.det_bytes(seed + "/randomness", 32))
 
 
 def build_requests(
-    kind: str, count: int, *, input_path: Path | None, bench_id: str, miner_id: int = DEFAULT_MINER
+    kind: str,
+    count: int,
+    *,
+    input_path: Path | None,
+    bench_id: str,
+    params: RequestParams | None = None,
 ) -> list[pb.SubmitProofRequest]:
     """The ``count`` requests of a benchmark, with Curio-style request ids.
 
-    With ``input_path`` (the real daemon) every request carries the file's proof, so the ids get
-    a ``-<n>`` suffix to stay unique among in-flight jobs (reference §1.5). Without it the inputs
-    are synthetic (deterministic, non-empty) and each request is a different sector/partition.
+    With ``input_path`` every request carries the file's proof (the ids get a ``-<n>`` suffix to
+    stay unique among in-flight jobs, reference §1.5), with the identity the file carries (a C1
+    wrapper's SectorNum) unless a flag gives it. Without it the inputs come from the generator
+    :mod:`cuzktui.proofinputs` (structurally complete, as the daemon parses them), each request a
+    different sector / partition.
     """
+    p = params or RequestParams()
     facts = BY_CLI_NAME[kind]
-    requests: list[pb.SubmitProofRequest] = []
+    miner_id = p.miner_id
+    registered_proof = pi.DEFAULT_REGISTERED_PROOF[kind] if p.registered_proof is None else p.registered_proof
     shared_vanilla = read_vanilla_file(input_path) if input_path is not None and kind != "porep" else None
     c1 = read_c1_file(input_path) if input_path is not None and kind == "porep" else None
+    requests: list[pb.SubmitProofRequest] = []
     for i in range(count):
         seed = f"{bench_id}/{i}"
-        sector = i + 1
-        randomness = bytes(32) if input_path is not None else _det_bytes(seed + "/randomness", 32)
+        sector = p.sector_num if p.sector_num is not None else (c1[1] if c1 is not None else i + 1)
         request = pb.SubmitProofRequest(
             proof_kind=int(facts.kind),  # type: ignore[arg-type]
-            sector_size=SECTOR_SIZE_32G,
-            registered_proof=_REGISTERED_PROOF[kind],
+            sector_size=pi.SECTOR_SIZE_32G,
+            registered_proof=registered_proof,
             miner_id=miner_id,
             sector_number=sector,
         )
         if facts.kind == ProofKind.POREP_SEAL_COMMIT:
-            if c1 is not None:
-                request.vanilla_proof, request.sector_number = c1
-            else:
-                phase1 = base64.b64encode(_det_bytes(seed + "/c1", 1024)).decode("ascii")
-                wrapper = {"SectorNum": sector, "Phase1Out": phase1, "SectorSize": SECTOR_SIZE_32G}
-                request.vanilla_proof = json.dumps(wrapper).encode("utf-8")
-            request_id = f"porep-{miner_id}-{request.sector_number}"
+            request.vanilla_proof = (
+                c1[0]
+                if c1 is not None
+                else pi.generate_c1(
+                    miner_id=miner_id,
+                    sector_num=sector,
+                    size=p.synthetic_size,
+                    registered_proof=registered_proof,
+                    seed=seed,
+                )
+            )
+            request_id = f"porep-{miner_id}-{sector}"
         elif facts.kind == ProofKind.SNAP_DEALS_UPDATE:
             request.vanilla_proofs.extend(
-                shared_vanilla or [_det_bytes(f"{seed}/p{p}", 256) for p in range(facts.partitions)]
+                shared_vanilla or [pi.generate_snap_vanilla(n, seed=seed) for n in range(pi.SNAP_PARTITIONS)]
             )
-            request.comm_r_old = _det_bytes(seed + "/comm_r_old", 32)
-            request.comm_r_new = _det_bytes(seed + "/comm_r_new", 32)
-            request.comm_d_new = _det_bytes(seed + "/comm_d_new", 32)
+            comms = snap_commitments(p, input_path, seed)
+            request.comm_r_old, request.comm_r_new, request.comm_d_new = (
+                comms.comm_r_old,
+                comms.comm_r_new,
+                comms.comm_d_new,
+            )
             request_id = f"snap-{miner_id}-{sector}"
         elif facts.kind == ProofKind.WINDOW_POST_PARTITION:
-            request.vanilla_proofs.extend(shared_vanilla or [_det_bytes(seed + "/sector", 256)])
-            request.randomness = randomness
+            request.vanilla_proofs.extend(
+                shared_vanilla or [pi.generate_post_vanilla(sector, pi.WINDOW_CHALLENGES_PER_SECTOR, seed=seed)]
+            )
+            request.randomness = randomness = post_randomness(p, input_path, seed)
             request.partition_index = 0 if input_path is not None else i
             # Go prints the first 8 randomness bytes as a bracketed decimal list.
             request_id = f"wdpost-{miner_id}-{request.partition_index}-[{' '.join(str(b) for b in randomness[:8])}]"
         else:
-            request.vanilla_proofs.extend(shared_vanilla or [_det_bytes(seed + "/sector", 256)])
-            request.randomness = randomness
+            request.vanilla_proofs.extend(shared_vanilla or [pi.generate_post_vanilla(sector, 1, seed=seed)])
+            request.randomness = randomness = post_randomness(p, input_path, seed)
             request_id = f"winpost-{miner_id}-{randomness[:8].hex()}"
         request.request_id = f"{request_id}-{i + 1}" if input_path is not None else request_id
         requests.append(request)

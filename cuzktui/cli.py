@@ -14,7 +14,22 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from .daemon_facts import CLI_KINDS
+from .daemon_facts import CLI_KINDS, CUZK_BENCH_KINDS
+
+
+def cuzk_bench_kind(text: str) -> str:
+    """A proof type as ``cuzk-bench -t`` takes it (cuzk-bench main.rs ``proof_kind_from_str``), or ours."""
+    name = CUZK_BENCH_KINDS.get(text.lower())
+    if name is None:
+        raise argparse.ArgumentTypeError(f"unknown proof type: {text}. Use: porep, snap, wpost, winning")
+    return name
+
+
+def hex_bytes(text: str) -> bytes:
+    try:
+        return bytes.fromhex(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid hex: {text!r}") from None
 
 
 def _add_daemon_choice(parser: argparse.ArgumentParser) -> None:
@@ -120,10 +135,28 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECTION.KEY=VALUE",
         help="override one config value (repeatable)",
     )
-    bench.add_argument("--kind", choices=CLI_KINDS, default="porep")
-    bench.add_argument("--count", type=int, default=3, metavar="N")
-    bench.add_argument("--concurrency", type=int, default=1, metavar="C")
-    bench.add_argument("--input", metavar="FILE", help="C1 output JSON (porep) or vanilla proof file")
+    # cuzk-bench batch's spellings are accepted beside ours (cuzk-bench main.rs Commands::Batch).
+    bench.add_argument("--kind", "-t", "--type", type=cuzk_bench_kind, choices=CLI_KINDS, default="porep")
+    bench.add_argument("--count", "-c", type=int, default=3, metavar="N")
+    bench.add_argument("--concurrency", "-j", type=int, default=1, metavar="C")
+    bench.add_argument(
+        "--input", "--c1", "--vanilla", metavar="FILE", help="C1 output JSON (porep) or vanilla proof file"
+    )
+    bench.add_argument("--miner-id", type=int, metavar="ID", help="the requests' miner id (default 1000)")
+    bench.add_argument("--sector-num", type=int, metavar="N", help="sector number (default: the C1's SectorNum)")
+    bench.add_argument(
+        "--registered-proof", type=int, metavar="N", help="Go abi proof type (default: Curio's for 32 GiB)"
+    )
+    for name, what in (
+        ("randomness", "PoSt randomness (default: post-randomness.txt beside --input, else zeros)"),
+        ("comm-r-old", "SnapDeals comm_r_old (default: snap-comms.txt beside --input)"),
+        ("comm-r-new", "SnapDeals comm_r_new"),
+        ("comm-d-new", "SnapDeals comm_d_new"),
+    ):
+        bench.add_argument(f"--{name}", type=hex_bytes, metavar="HEX", help=what)
+    bench.add_argument(
+        "--synthetic-size", metavar="SIZE", help="size of each generated C1 without --input (e.g. 60MB, a real one's)"
+    )
     bench.add_argument("--memory-limit", metavar="SIZE", help="run the daemon in a new memory cgroup of this size")
     bench.add_argument("--oom-retries", type=int, default=3, metavar="N")
     bench.add_argument("--session", metavar="DIR", help="record into this session directory")

@@ -82,6 +82,13 @@ BY_CLI_NAME: Final[dict[str, KindFacts]] = {k.cli_name: k for k in KINDS.values(
 BY_DISPLAY: Final[dict[str, KindFacts]] = {k.display: k for k in KINDS.values()}
 # The names a user types (`--kind`, `--run-bench KIND:…`, the Bench screen), in wire-enum order.
 CLI_KINDS: Final[tuple[str, ...]] = tuple(BY_CLI_NAME)
+# Every name ``cuzk-bench -t`` accepts (cuzk-bench main.rs proof_kind_from_str) → ours.
+CUZK_BENCH_KINDS: Final[dict[str, str]] = {
+    **{name: "porep" for name in ("porep", "porep-c2", "seal-commit")},
+    **{name: "snap" for name in ("snap", "snap-deals", "update")},
+    **{name: "wpost" for name in ("wpost", "window-post", "windowpost")},
+    **{name: "winning" for name in ("winning", "winning-post", "winningpost")},
+}
 
 # The budget's unit of admission: the daemon sizes its synthesis workers as budget // 14 GiB
 # whatever the workload (reference §3.10).

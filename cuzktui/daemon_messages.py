@@ -156,6 +156,16 @@ FIN_TIMING_TRIM_SUCCESS: Final = "FIN_TIMING malloc_trim (success path)"
 FIN_TIMING_TRIM_DISCARD: Final = "FIN_TIMING malloc_trim (discard path)"
 BACKGROUND_PCE_STARTING_PREFIX: Final = "background PCE extraction starting for "  # + the kind's label
 BACKGROUND_PCE_COMPLETE_PREFIX: Final = "background PCE extraction complete for "  # + the kind's label
+# Input failures (error = %e beside them) and the prefixes engine.rs puts on the job's error text.
+C1_PARSE_FAILED: Final = "Phase 7: C1 parse/SRS load failed"  # job error "C1 parse failed: <e>"
+SNAP_PARSE_FAILED: Final = "SnapDeals parse/SRS load failed"  # job error "SnapDeals parse failed: <e>"
+SYNTHESIS_TASK_PANICKED: Final = "synthesis task panicked"  # job error "synthesis panicked: <JoinError>"
+# The PoRep self-check verdicts, "<site> PASSED" / "<site> FAILED — proof will NOT be returned to caller".
+SELF_CHECK_PARTITIONED: Final = "Phase 7: PoRep proof self-check"  # process_partition_result
+SELF_CHECK_SINGLE: Final = "Pipeline single-sector PoRep proof self-check"  # process_monolithic_result
+SELF_CHECK_BATCHED: Final = "Batched PoRep proof self-check"  # process_batch_result, per sector
+SELF_CHECK_REJECTED_SUFFIX: Final = " — proof will NOT be returned to caller"
+PARTITION_VERIFICATION_RESULTS: Final = "per-partition verification results (invalid partitions produced bad proofs)"
 
 # cuzk-core/src/prover.rs (monolithic provers) -----------------------------------------------------
 PARSED_C1_WRAPPER: Final = "parsed C1 wrapper"
@@ -168,6 +178,9 @@ PROVING_WINDOW_POST: Final = "proving WindowPoSt partition"
 WINDOW_POST_PROOF_COMPLETED: Final = "WindowPoSt partition proof completed"
 PROVING_SNAP_DEALS: Final = "proving SnapDeals update"
 SNAP_DEALS_PROOF_COMPLETED: Final = "SnapDeals proof completed"
+VERIFYING_POREP: Final = "verifying PoRep proof (self-check)"  # verify_porep_proof
+POREP_SELF_CHECK_PASSED: Final = "PoRep proof self-check PASSED"
+POREP_SELF_CHECK_INVALID: Final = "PoRep proof self-check FAILED — proof is invalid"
 
 # extern/supraseal-c2/cuda (stderr, not tracing) --------------------------------------------------
 CUZK_TIMING_PREFIX: Final = "CUZK_TIMING: "  # groth16_cuda.cu

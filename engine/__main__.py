@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from cuzktui import daemon_messages as msg
+from cuzktui import proofinputs as pi
+from cuzktui.units import UnitError, parse_size
 
 from . import tracing
 from .config import DEFAULT_CONFIG_PATH, Config, ConfigError, load_config
@@ -51,6 +53,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help=f"allow listening on {PRODUCTION_SOCKET}, where a production Curio looks for its prover",
     )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    samples = commands.add_parser(
+        "sample-inputs",
+        help="write proof inputs in upstream's formats (for cuzk-bench or cuzk-tui bench)",
+        description="Writes porep-c1.json (Curio's C1 wrapper), the vanilla-proof files cuzk-bench's --vanilla "
+        "reads, snap-comms.txt (cuzk-bench's comm flags) and post-randomness.txt. The engine proves them; "
+        "their proofs are not valid.",
+    )
+    samples.add_argument("dir", metavar="DIR", type=Path)
+    samples.add_argument(
+        "--c1-size", default="60MB", metavar="SIZE", help="size of porep-c1.json (a real one: 51–68 MB)"
+    )
+    samples.add_argument("--miner-id", type=int, default=1000, help="miner the C1 belongs to (cuzk-bench's default)")
+    samples.add_argument("--sector-num", type=int, default=1, help="sector the C1 belongs to (cuzk-bench's default)")
+    samples.add_argument("--wpost-sectors", type=int, default=10, metavar="N", help="sectors in wpost-vanilla.json")
     return parser.parse_args(argv)
 
 
@@ -77,6 +94,44 @@ def choose_listen(args: argparse.Namespace, config: Config) -> tuple[str, bool]:
             " (pass --allow-production-socket to use it anyway)",
         )
     return listen, False
+
+
+def write_sample_inputs(directory: Path, *, c1_size: int, miner_id: int, sector_num: int, wpost_sectors: int) -> str:
+    """Writes the sample inputs; returns how to use them."""
+    directory.mkdir(parents=True, exist_ok=True)
+    seed = "cuzk-engine sample-inputs"
+    comms = pi.SnapCommitments.generate(seed)
+    randomness = pi.fr_safe(pi.det_bytes(seed + "/randomness", 32))
+    files = {
+        pi.C1_FILE: pi.generate_c1(miner_id=miner_id, sector_num=sector_num, size=c1_size, seed=seed),
+        pi.VANILLA_FILES["snap"]: pi.vanilla_json(
+            [pi.generate_snap_vanilla(n, seed=seed) for n in range(pi.SNAP_PARTITIONS)]
+        ),
+        pi.VANILLA_FILES["wpost"]: pi.vanilla_json(
+            [pi.generate_post_vanilla(n + 1, pi.WINDOW_CHALLENGES_PER_SECTOR, seed) for n in range(wpost_sectors)]
+        ),
+        pi.VANILLA_FILES["winning"]: pi.vanilla_json([pi.generate_post_vanilla(1, pi.WINNING_CHALLENGES, seed)]),
+        pi.SNAP_COMMS_FILE: "".join(f"{flag} {value}\n" for flag, value in comms.flags()).encode(),
+        pi.POST_RANDOMNESS_FILE: f"--randomness {randomness.hex()}\n".encode(),
+    }
+    for name, data in files.items():
+        (directory / name).write_bytes(data)
+    d = directory
+    flags = f"--miner-id {miner_id} --sector-num {sector_num}"
+    post = f"--randomness {randomness.hex()}"
+    lines = [f"{d / name}  {len(data)} bytes" for name, data in files.items()]
+    lines += [
+        "",
+        "cuzk-bench (the sample's identity and values as its flags):",
+        f"  cuzk-bench batch -t porep --c1 {d / pi.C1_FILE} {flags} -c 12 -j 6",
+        f"  cuzk-bench batch -t snap --vanilla {d / pi.VANILLA_FILES['snap']} --registered-proof 3 "
+        + " ".join(f"{flag} {value}" for flag, value in comms.flags()),
+        f"  cuzk-bench batch -t wpost --vanilla {d / pi.VANILLA_FILES['wpost']} --registered-proof 13 {post}",
+        f"  cuzk-bench batch -t winning --vanilla {d / pi.VANILLA_FILES['winning']} --registered-proof 3 {post}",
+        "cuzk-tui bench reads the same files, and the comms / randomness files beside them:",
+        f"  cuzk-tui bench -t porep --c1 {d / pi.C1_FILE} {flags} -c 12 -j 6",
+    ]
+    return "\n".join(lines)
 
 
 def is_socket_address(addr: str) -> bool:
@@ -179,6 +234,21 @@ def main(argv: list[str] | None = None) -> None:
     # Until the server runs, SIGINT kills the process like the daemon's (no KeyboardInterrupt traceback).
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     args = parse_args(argv)
+    if args.command == "sample-inputs":
+        try:
+            size = parse_size(args.c1_size)
+        except UnitError as error:
+            sys.exit(f"cuzk-engine sample-inputs: --c1-size: {error}")
+        print(
+            write_sample_inputs(
+                args.dir,
+                c1_size=size,
+                miner_id=args.miner_id,
+                sector_num=args.sector_num,
+                wpost_sectors=args.wpost_sectors,
+            )
+        )
+        return
     try:
         try:
             config = load_config(args.config)

@@ -7,8 +7,12 @@ import hashlib
 import time
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from cuzktui.daemon_facts import KINDS, KindFacts, ProofKind
+
+if TYPE_CHECKING:
+    from .inputs import Parsed
 
 # Priority names as the daemon's Debug prints them; 0 = the kind's default, ≥5 = Normal.
 PRIORITY_NAMES = {1: "Low", 2: "Normal", 3: "High", 4: "Critical"}
@@ -111,6 +115,7 @@ class Job:
     # Partition proofs the parsed input holds (None: all the circuit needs); a partition beyond
     # them fails its synthesis as upstream's does.
     vanilla_partitions: int | None = None
+    parsed: Parsed | None = None  # what is kept of the input once parsed (the payload is dropped)
 
     @property
     def facts(self) -> KindFacts:

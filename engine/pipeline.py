@@ -65,9 +65,10 @@ from cuzktui.daemon_facts import (
     KindFacts,
     ProofKind,
 )
+from cuzktui.proofinputs import InputError
 from cuzktui.units import GiB
 
-from . import timemodel, tracing
+from . import inputs, timemodel, tracing
 from .config import Config
 from .jobs import (
     PRIORITY_NAMES,
@@ -520,31 +521,34 @@ class Engine:
         display = job.facts.display
         self.log.info(tracing.SCHEDULER, msg.JOB_DEQUEUED, ("job_id", job.job_id), ("proof_kind", display))
 
-    async def _parse(self, job: Job) -> str | None:
-        """Emulated input parsing: any non-empty input is accepted; returns an error text or None."""
+    async def _parse(self, job: Job, path: inputs.Path) -> InputError | None:
+        """Parses the input as the daemon does on ``path`` (:mod:`engine.inputs`); returns the
+        failure (upstream's context text) or None. The payload is dropped once parsed: like upstream,
+        which keeps only a finished job's status, the engine keeps only what the self-check needs."""
         request = job.request
         size = len(request.vanilla_proof) + sum(len(p) for p in request.vanilla_proofs)
         await self.clock.sleep(timemodel.C1_PARSE_S * min(1.0, size / 51e6))
         job.digest = await asyncio.to_thread(request.digest)
-        if request.kind is ProofKind.POREP_SEAL_COMMIT and not request.vanilla_proof:
-            return "C1 parse failed: EOF while parsing a value at line 1 column 0"
-        if request.kind is ProofKind.SNAP_DEALS_UPDATE and not request.vanilla_proofs:
-            return "SnapDeals parse failed: expected 16 partition proofs, got 0"
-        if request.kind not in BATCHABLE and not request.vanilla_proofs:
-            return "synthesis failed: no vanilla proofs supplied"
+        try:
+            job.parsed = await asyncio.to_thread(inputs.check, request, path)
+            if job.parsed.vanilla_partitions is not None:
+                job.vanilla_partitions = job.parsed.vanilla_partitions
+        except InputError as err:
+            return err
+        finally:
+            # The count stays (lines report it), the bytes go.
+            request.vanilla_proof, request.vanilla_proofs = b"", [b""] * len(request.vanilla_proofs)
         return None
 
     async def _split(self, job: Job, span: Span) -> None:
         facts = job.facts
-        error = await self._parse(job)
+        error = await self._parse(job, inputs.Path.PARTITIONED)
         if error is not None:
-            what = (
-                "Phase 7: C1 parse/SRS load failed"
-                if facts.kind is ProofKind.POREP_SEAL_COMMIT
-                else ("SnapDeals parse/SRS load failed")
-            )
-            self.log.error(tracing.ENGINE, what, ("error", error), span=(span,))
-            self._fail(job, error)
+            # engine.rs: the per-partition dispatch of PoRep / SnapDeals.
+            porep = facts.kind is ProofKind.POREP_SEAL_COMMIT
+            what = msg.C1_PARSE_FAILED if porep else msg.SNAP_PARSE_FAILED
+            self.log.error(tracing.ENGINE, what, ("error", str(error)), span=(span,))
+            self._fail(job, f"{'C1' if porep else 'SnapDeals'} parse failed: {error}")
             return
         await self.residency.acquire_srs(facts.circuit_id)
         job.split_at = time.monotonic()
@@ -810,13 +814,23 @@ class Engine:
         """Whole-proof synthesis by the batch task: PoSt, or a multi-sector PoRep/SnapDeals batch."""
         first = batch[0]
         facts = first.facts
-        for job in batch:
-            error = await self._parse(job)
-            if error is not None:
-                self.log.error(tracing.ENGINE, msg.SYNTHESIS_FAILED, ("error", error), span=(span,))
-                self._fail(job, error)
-        batch = [job for job in batch if not job.failed]
-        if not batch:
+        multi = len(batch) > 1 and facts.kind is ProofKind.POREP_SEAL_COMMIT
+        path = inputs.Path.BATCH if multi else inputs.Path.SYNTHESIS
+        errors = [await self._parse(job, path) for job in batch]
+        # A multi-sector PoRep batch parses every sector, any other batch only its first request;
+        # one synthesis call for the whole batch: its failure fails every request in it.
+        error = next((e for e in errors if e is not None), None) if multi else errors[0]
+        if error is not None:
+            if isinstance(error, inputs.Panic):
+                self.log.error(
+                    tracing.ENGINE, msg.SYNTHESIS_TASK_PANICKED, ("error", error.join_error(first.arrival + 1))
+                )
+                text = f"synthesis panicked: {error.join_error(first.arrival + 1)}"
+            else:
+                self.log.error(tracing.ENGINE, msg.SYNTHESIS_FAILED, ("error", str(error)), span=(span,))
+                text = f"synthesis failed: {error}"
+            for job in batch:
+                self._fail(job, text)
             return
         porep_batch = len(batch) > 1 and facts.kind is ProofKind.POREP_SEAL_COMMIT
         # engine.rs process_batch: only a multi-sector PoRep batch synthesises every sector (and
@@ -1086,6 +1100,13 @@ class Engine:
             ("synth_ms", assembler.synth_ms),
             ("gpu_ms", assembler.gpu_ms),
         )
+        c1 = job.parsed.c1 if job.parsed is not None else None
+        if c1 is not None:
+            failure = inputs.self_check(self.log, inputs.CheckSite.PARTITIONED, job.job_id, c1, job.request, len(proof))
+            if failure is not None:
+                self._status_job_completed(job, success=False)
+                self._fail(job, failure)
+                return
         self._status_job_completed(job, success=True)
         self._complete(
             job, JobResult(Status.COMPLETED, proof, "", queue_ms, assembler.synth_ms, assembler.gpu_ms, total_ms)
@@ -1144,6 +1165,7 @@ class Engine:
         for index, (job, proof) in enumerate(zip(item.jobs, proofs, strict=True)):
             total_ms = ms_since(job.submitted)
             queue_ms = max(0, total_ms - item.synth_ms - gpu_ms)
+            c1 = job.parsed.c1 if job.parsed is not None else None
             if len(item.jobs) > 1:
                 self.log.info(
                     tracing.ENGINE,
@@ -1153,6 +1175,13 @@ class Engine:
                     ("proof_len", len(proof)),
                     ("total_ms", total_ms),
                 )
+                if c1 is not None:
+                    failure = inputs.self_check(
+                        self.log, inputs.CheckSite.BATCHED, job.job_id, c1, job.request, len(proof), index
+                    )
+                    if failure is not None:
+                        self._fail(job, failure)
+                        continue
                 self._complete(job, JobResult(Status.COMPLETED, proof, "", queue_ms, item.synth_ms, gpu_ms, total_ms))
                 continue
             self.log.info(
@@ -1164,6 +1193,11 @@ class Engine:
                 ("synth_ms", item.synth_ms),
                 ("gpu_ms", gpu_ms),
             )
+            if c1 is not None and len(item.jobs) == 1:
+                failure = inputs.self_check(self.log, inputs.CheckSite.SINGLE, job.job_id, c1, job.request, len(proof))
+                if failure is not None:
+                    self._fail(job, failure)
+                    continue
             self._complete(job, JobResult(Status.COMPLETED, proof, "", queue_ms, item.synth_ms, gpu_ms, total_ms))
 
     def _complete(self, job: Job, result: JobResult) -> None:
@@ -1212,31 +1246,36 @@ class Engine:
             )
             self.log.info(tracing.ENGINE, msg.PROCESSING_MONOLITHIC, span=(span,))
             worker.job, worker.kind = job, job.facts.display
-            error = await self._parse(job)
+            prover = prover_lines(job.request, job.job_id)  # read from the payload, which the parse drops
+            error = await self._parse(job, inputs.Path.MONOLITHIC)
             prove_ms = 0
             if error is None:
                 started = time.monotonic()
                 facts = job.facts
-                prover = prover_lines(job.request, job.job_id)
                 for message, fields in prover.before:
                     self.log.info(tracing.PROVER, message, *fields, span=(prover.span,))
                 seconds = facts.partitions * (timemodel.SYNTH_S[facts.kind] + timemodel.GPU_MUTEX_S[facts.kind])
                 await self.clock.sleep(self._jittered(seconds))
                 prove_ms = ms_since(started)
                 proof = b"".join(partition_proof(job.digest, i) for i in range(facts.partitions))
-                self.log.info(
-                    tracing.PROVER,
-                    prover.done,
-                    ("proof_len", len(proof)),
-                    *prover.done_fields(prove_ms),
-                    span=(prover.span,),
-                )
+                c1 = job.parsed.c1 if job.parsed is not None else None
+                if c1 is not None and not inputs.self_check_passes(c1, job.request):
+                    # seal_commit_phase2 verifies its own proof and fails when it does not verify.
+                    error = InputError(inputs.MONOLITHIC_CALL[ProofKind.POREP_SEAL_COMMIT])
+                else:
+                    self.log.info(
+                        tracing.PROVER,
+                        prover.done,
+                        ("proof_len", len(proof)),
+                        *prover.done_fields(prove_ms),
+                        span=(prover.span,),
+                    )
             total_ms = ms_since(job.submitted)
             # engine.rs: the worker's current job is cleared before the result is recorded.
             worker.job, worker.kind = None, ""
             if error is not None:
-                self.log.error(tracing.ENGINE, msg.PROOF_FAILED, ("error", error), span=(span,))
-                self._fail(job, error)
+                self.log.error(tracing.ENGINE, msg.PROOF_FAILED, ("error", str(error)), span=(span,))
+                self._fail(job, str(error))
                 continue
             self.log.info(
                 tracing.ENGINE,

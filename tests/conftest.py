@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import importlib.util
 import os
 import signal
@@ -23,12 +24,24 @@ from typing import Any
 import pytest
 import tomlkit
 
+from cuzktui import proofinputs
 from cuzktui.client import ClientError, DaemonClient
 from cuzktui.supervisor import engine_program
 
 # Fast enough for tests on two shared cores, slow enough that phases still overlap.
 TEST_TIME_SCALE = 0.003
 ENGINE_READY_TIMEOUT_S = 60.0
+
+
+@functools.cache
+def small_c1(miner_id: int = 1000, sector_num: int = 1) -> bytes:
+    """A structurally complete C1 wrapper of the generator's compact shape (about 1 MB)."""
+    return proofinputs.generate_c1(miner_id=miner_id, sector_num=sector_num, size=0)
+
+
+def post_vanilla() -> list[bytes]:
+    """One PoSt sector proof (one challenge: the engine checks the framing, not the count)."""
+    return [proofinputs.generate_post_vanilla(1, 1)]
 
 
 def engine_available() -> bool:

@@ -11,17 +11,22 @@ from typing import Any
 import pytest
 
 from cuzktui import events as ev
+from cuzktui import proofinputs as pi
 from cuzktui.bench import (
     BenchOptions,
     BenchRunner,
     BenchUsageError,
+    RequestParams,
     build_requests,
+    c1_identity_warning,
     format_summary,
     lowered_budget,
     nominal_memory_limit,
     read_vanilla_file,
 )
+from cuzktui.cli import build_parser
 from cuzktui.client import DaemonDied
+from cuzktui.commands.bench import request_params
 from cuzktui.planner import cgroup_aware_budget
 from cuzktui.proto import proving_pb2 as pb
 from cuzktui.session import SessionWriter, iter_session_events
@@ -184,3 +189,79 @@ async def test_cancel_stops_the_run(tmp_path: Path) -> None:
     assert summary.outcome == "cancelled"
     assert 3 <= summary.completed < 50
     assert next(e for e in iter_session_events(session.path) if isinstance(e, ev.BenchFinished)).outcome == "cancelled"
+
+
+def test_a_c1_gives_its_sector_and_flags_give_the_rest(tmp_path: Path) -> None:
+    c1 = tmp_path / "porep-c1.json"
+    c1.write_bytes(pi.generate_c1(miner_id=4242, sector_num=9, size=0))
+    from_file = build_requests("porep", 1, input_path=c1, bench_id="b")[0]
+    assert (from_file.sector_number, from_file.miner_id) == (9, 1000)  # the miner id is not in a C1
+    assert c1_identity_warning(from_file.vanilla_proof, 1000, 9) is not None
+    flagged = build_requests("porep", 1, input_path=c1, bench_id="b", params=RequestParams(miner_id=4242))[0]
+    assert (flagged.request_id, flagged.miner_id) == ("porep-4242-9-1", 4242)
+    assert c1_identity_warning(flagged.vanilla_proof, 4242, 9) is None
+    other = build_requests("porep", 1, input_path=c1, bench_id="b", params=RequestParams(sector_num=3))[0]
+    assert other.sector_number == 3
+
+
+def test_synthetic_inputs_come_from_the_generator_and_parse_as_the_daemon_does() -> None:
+    params = RequestParams(miner_id=77)
+    porep = build_requests("porep", 2, input_path=None, bench_id="b", params=params)
+    for request in porep:
+        _, c1 = pi.parse_c1(request.vanilla_proof)
+        assert c1.replica_id == pi.replica_id(77, request.sector_number, c1.ticket, c1.comm_d, c1.ffi_id)
+    snap = build_requests("snap", 1, input_path=None, bench_id="b")[0]
+    assert all(pi.parse_update_vanilla(p) for p in snap.vanilla_proofs)
+    winning = build_requests("winning", 1, input_path=None, bench_id="b")[0]
+    assert pi.parse_post_vanilla(winning.vanilla_proofs[0])[1] == 1 and winning.randomness != bytes(32)
+
+
+def test_snapdeals_comms_and_post_randomness_come_from_flags_or_the_files_beside_the_input(tmp_path: Path) -> None:
+    vanilla = tmp_path / "snap-vanilla.json"
+    vanilla.write_bytes(pi.vanilla_json([pi.generate_snap_vanilla(n) for n in range(16)]))
+    with pytest.raises(BenchUsageError, match="needs --comm-r-old"):
+        build_requests("snap", 1, input_path=vanilla, bench_id="b")
+    comms = pi.SnapCommitments.generate("x")
+    (tmp_path / pi.SNAP_COMMS_FILE).write_text("".join(f"{f} {v}\n" for f, v in comms.flags()))
+    request = build_requests("snap", 1, input_path=vanilla, bench_id="b")[0]
+    assert (request.comm_r_old, request.comm_r_new, request.comm_d_new) == (
+        comms.comm_r_old,
+        comms.comm_r_new,
+        comms.comm_d_new,
+    )
+    flag = bytes(range(32))
+    assert (
+        build_requests("snap", 1, input_path=vanilla, bench_id="b", params=RequestParams(comm_r_new=flag))[0].comm_r_new
+        == flag
+    )
+    post = tmp_path / "winning-vanilla.json"
+    post.write_bytes(pi.vanilla_json([pi.generate_post_vanilla(1, 1)]))
+    assert build_requests("winning", 1, input_path=post, bench_id="b")[0].randomness == bytes(32)  # cuzk-bench's
+    (tmp_path / pi.POST_RANDOMNESS_FILE).write_text(f"--randomness {flag.hex()}\n")
+    assert build_requests("winning", 1, input_path=post, bench_id="b")[0].randomness == flag
+    zero = RequestParams(randomness=bytes(32))
+    assert build_requests("winning", 1, input_path=post, bench_id="b", params=zero)[0].randomness == bytes(32)
+
+
+@pytest.mark.parametrize(
+    ("spelled", "kind"),
+    [("porep-c2", "porep"), ("seal-commit", "porep"), ("update", "snap"), ("snap-deals", "snap"),
+     ("window-post", "wpost"), ("WindowPoSt", "wpost"), ("winningpost", "winning"), ("winning-post", "winning")],
+)  # fmt: skip
+def test_cuzk_bench_batch_spellings_are_accepted(spelled: str, kind: str) -> None:
+    args = build_parser().parse_args(
+        ["bench", "-t", spelled, "--c1", "f.json", "-c", "12", "-j", "6", "--miner-id", "5", "--sector-num", "8",
+         "--registered-proof", "13", "--comm-r-old", "00" * 32, "--randomness", "ab" * 32]
+    )  # fmt: skip
+    assert (args.kind, args.input, args.count, args.concurrency) == (kind, "f.json", 12, 6)
+    params = request_params(args)
+    assert (params.miner_id, params.sector_num, params.registered_proof) == (5, 8, 13)
+    assert params.comm_r_old == bytes(32) and params.randomness == b"\xab" * 32
+    assert build_parser().parse_args(["bench", "--vanilla", "v.json", "--type", spelled]).input == "v.json"
+
+
+def test_an_unknown_type_is_refused_with_cuzk_benchs_wording(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["bench", "-t", "c2"])
+    assert exit_.value.code == 2
+    assert "unknown proof type: c2. Use: porep, snap, wpost, winning" in capsys.readouterr().err

@@ -26,7 +26,7 @@ from cuzktui.supervisor import (
     extract_error_report,
     free_loopback_port,
 )
-from tests.conftest import engine_config_text, memory_cgroup_or_skip, require_engine
+from tests.conftest import engine_config_text, memory_cgroup_or_skip, post_vanilla, require_engine
 
 FATAL = 'Error: failed to load config from "/x/cuzk.toml"\n\nCaused by:\n    TOML parse error at line 1, column 10\n'
 GiB = 1 << 30
@@ -177,7 +177,7 @@ async def test_drain_waits_for_work_in_flight(supervised: tuple[Supervisor, list
     await supervisor.start(config)
     await supervisor.drain(timeout=10)  # idle daemon: returns at once
     request = pb.SubmitProofRequest(
-        request_id="winpost-1000-0001020304050607", proof_kind=pb.WINNING_POST, vanilla_proofs=[b"x" * 64],
+        request_id="winpost-1000-0001020304050607", proof_kind=pb.WINNING_POST, vanilla_proofs=post_vanilla(),
         randomness=bytes(32),
     )  # fmt: skip
     await supervisor.client.submit_proof(request)

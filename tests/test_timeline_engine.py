@@ -23,6 +23,7 @@ from cuzktui.logparse import parse_line
 from cuzktui.proto import proving_pb2, proving_pb2_grpc
 from cuzktui.supervisor import free_loopback_port
 from cuzktui.timeline import Timeline
+from tests.conftest import small_c1
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("engine.__main__") is None, reason="no cuzk-engine here")
 
@@ -70,7 +71,7 @@ def _request(job_id: str) -> proving_pb2.SubmitProofRequest:
         request_id=job_id,
         proof_kind=proving_pb2.POREP_SEAL_COMMIT,
         sector_size=34359738368,
-        vanilla_proof=b'{"SectorNum": 1}',
+        vanilla_proof=small_c1(),
         sector_number=1,
         miner_id=1000,
     )

@@ -21,14 +21,18 @@ from pathlib import Path
 from .. import events as ev
 from .. import knobs
 from ..bench import (
+    DEFAULT_MINER,
     BenchOptions,
     BenchRunner,
     BenchSummary,
     BenchUsageError,
+    RequestParams,
     build_requests,
+    c1_identity_warning,
     format_summary,
     install_cancel_signals,
     set_config_value,
+    snap_commitments,
 )
 from ..config import ConfigError, build_config, load_config_or_default, save_atomic
 from ..knobs import TomlValue
@@ -90,6 +94,29 @@ def _listen_address(session: SessionWriter) -> str:
     return f"127.0.0.1:{free_loopback_port()}"
 
 
+def request_params(args: argparse.Namespace) -> RequestParams:
+    """cuzk-bench batch's request flags (BenchUsageError on a bad value)."""
+    size = 0
+    if args.synthetic_size:
+        try:
+            size = parse_size(args.synthetic_size)
+        except UnitError as error:
+            raise BenchUsageError(f"--synthetic-size: {error}") from None
+    if args.randomness is not None and len(args.randomness) != 32:
+        # cuzk-bench's parse_randomness_hex wording.
+        raise BenchUsageError(f"randomness must be exactly 32 bytes, got {len(args.randomness)}")
+    return RequestParams(
+        miner_id=DEFAULT_MINER if args.miner_id is None else args.miner_id,
+        sector_num=args.sector_num,
+        registered_proof=args.registered_proof,
+        randomness=args.randomness,
+        comm_r_old=args.comm_r_old,
+        comm_r_new=args.comm_r_new,
+        comm_d_new=args.comm_d_new,
+        synthetic_size=size,
+    )
+
+
 def _plan(args: argparse.Namespace) -> _Plan:
     """Everything the run needs, checked before anything is created (BenchUsageError → exit 2)."""
     if args.count < 1 or args.concurrency < 1 or args.oom_retries < 0:
@@ -125,16 +152,21 @@ def _plan(args: argparse.Namespace) -> _Plan:
         concurrency=args.concurrency,
         input_path=input_path,
         oom_retries=args.oom_retries,
+        params=request_params(args),
     )
+    if options.kind == "snap" and input_path is not None:
+        snap_commitments(options.params, input_path, "")  # a real input needs its commitments: say so now
     return _Plan(program, options, config_text, memory_limit)
 
 
 async def _run(plan: _Plan, session: SessionWriter) -> BenchSummary | str:
     o = plan.options
     bench_id = f"bench-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
-    requests = build_requests(
-        plan.options.kind, plan.options.count, input_path=plan.options.input_path, bench_id=bench_id
-    )
+    requests = build_requests(o.kind, o.count, input_path=o.input_path, bench_id=bench_id, params=o.params)
+    if o.kind == "porep" and requests:
+        warning = c1_identity_warning(requests[0].vanilla_proof, o.params.miner_id, requests[0].sector_number)
+        if warning is not None:
+            _progress(f"warning: {warning}")
     supervisor = Supervisor(session, plan.program, memory_limit=plan.memory_limit, on_progress=_progress)
     runner = BenchRunner(
         supervisor, plan.options, plan.config_text, requests=requests, bench_id=bench_id, on_progress=_progress

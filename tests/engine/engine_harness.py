@@ -19,6 +19,7 @@ from cuzktui.proto import proving_pb2 as pb
 from cuzktui.proto import proving_pb2_grpc
 from cuzktui.supervisor import free_loopback_port
 from engine.tracing import Logger
+from tests.conftest import small_c1
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # Fast and small: 29 s of synthesis becomes ~15 ms, 20 GiB of partition memory 320 KiB.
@@ -163,12 +164,12 @@ class Captured:
         return [line for line in self.lines() if needle in line]
 
 
-def porep_request(request_id: str, payload: bytes = b'{"SectorNum": 1}') -> pb.SubmitProofRequest:
+def porep_request(request_id: str, payload: bytes | None = None) -> pb.SubmitProofRequest:
     return pb.SubmitProofRequest(
         request_id=request_id,
         proof_kind=pb.POREP_SEAL_COMMIT,
         sector_size=34359738368,
-        vanilla_proof=payload,
+        vanilla_proof=small_c1() if payload is None else payload,
         sector_number=1,
         miner_id=1000,
     )

@@ -15,8 +15,10 @@ import grpc
 import pytest
 
 from cuzktui import daemon_messages as msg
+from cuzktui.proofinputs import parse_c1_wrapper
 from cuzktui.proto import proving_pb2 as pb
 from cuzktui.proto import proving_pb2_grpc
+from tests.conftest import small_c1
 from tests.engine.engine_harness import ANSI, engine_command, porep_request, write_config
 
 MONO = {"pipeline": {"enabled": False}}
@@ -38,7 +40,9 @@ def test_monolithic_mode_logs_upstreams_lines_in_upstreams_order(engine_factory:
     assert f"INFO {span}: cuzk_core::engine: {msg.PROCESSING_MONOLITHIC}\n" in log
     # prover.rs runs on a blocking thread: its lines carry its own span only.
     prover = 'INFO prove_porep_c2{job_id="mono-1"}: cuzk_core::prover: '
-    assert f"{prover}{msg.PARSED_C1_WRAPPER} sector_num=1 sector_size=0 phase1_out_b64_len=0\n" in log
+    wrapper = parse_c1_wrapper(small_c1())
+    wrapper_fields = f"sector_num=1 sector_size={wrapper.sector_size} phase1_out_b64_len={len(wrapper.phase1_out)}"
+    assert f"{prover}{msg.PARSED_C1_WRAPPER} {wrapper_fields}\n" in log
     assert f"{prover}{msg.CALLING_SEAL_COMMIT_PHASE2} sector_id=1 miner_id=1000\n" in log
     assert re.search(rf"{re.escape(prover + msg.POREP_C2_PROOF_COMPLETED)} proof_len=1920 deser_ms=0 prove_ms=\d+", log)
     assert re.search(

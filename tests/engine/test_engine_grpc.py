@@ -8,6 +8,7 @@ import grpc
 import pytest
 
 from cuzktui.proto import proving_pb2 as pb
+from tests.conftest import post_vanilla, small_c1
 from tests.engine.engine_harness import porep_request
 
 
@@ -40,7 +41,7 @@ def test_all_eight_rpcs(engine_factory: Any, unix: bool) -> None:
     proved = stub.Prove(pb.ProveRequest(submit=porep_request("")), timeout=30).result
     assert proved.status == pb.AwaitProofResponse.COMPLETED and proved.job_id == ""
     winning = pb.SubmitProofRequest(
-        request_id="winpost-1000-00", proof_kind=pb.WINNING_POST, vanilla_proofs=[b"v"], randomness=bytes(32)
+        request_id="winpost-1000-00", proof_kind=pb.WINNING_POST, vanilla_proofs=post_vanilla(), randomness=bytes(32)
     )
     win = stub.Prove(pb.ProveRequest(submit=winning), timeout=30).result
     assert win.status == 1 and len(win.proof) == 192 and win.job_id == "winpost-1000-00"
@@ -107,7 +108,10 @@ def test_all_eight_rpcs(engine_factory: Any, unix: bool) -> None:
     ]
 
     log = engine.stdout()
-    assert "INFO cuzk_server::service: SubmitProof request_id=porep-1000-1 proof_kind=1 input_size=16" in log
+    assert (
+        f"INFO cuzk_server::service: SubmitProof request_id=porep-1000-1 proof_kind=1 input_size={len(small_c1())}"
+        in log
+    )
     assert "INFO cuzk_server::service: AwaitProof job_id=porep-1000-1" in log
     assert "WARN cuzk_server::service: CancelProof (not yet implemented) job_id=porep-1000-1" in log
     assert "WARN cuzk_server::service: EvictSRS (not yet implemented) circuit_id=porep-32g" in log

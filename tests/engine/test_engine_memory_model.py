@@ -26,6 +26,7 @@ from engine.pipeline import GROWTH_STEPS, Engine
 from engine.srs import Residency
 from engine.timemodel import Clock, CpuPool
 from engine.tracing import Logger
+from tests.conftest import small_c1
 
 POREP = KINDS[ProofKind.POREP_SEAL_COMMIT]
 SCALE = 1 / 65536  # 16 GiB nominal = 256 KiB real
@@ -59,7 +60,11 @@ async def engine() -> AsyncIterator[Engine]:
 
 
 async def test_partitions_waiting_for_a_worker_hold_a_reservation_and_no_memory(engine: Engine) -> None:
-    engine.submit(ProofRequest("porep-1000-1", ProofKind.POREP_SEAL_COMMIT, vanilla_proof=b"{}"))
+    engine.submit(
+        ProofRequest(
+            "porep-1000-1", ProofKind.POREP_SEAL_COMMIT, vanilla_proof=small_c1(), miner_id=1000, sector_number=1
+        )
+    )
     base = POREP.srs_bytes + PCE_EXTRACTION_TRANSIENT  # SRS loaded, PCE extraction running
     first_step = 2 * SYNTHESIZED_PARTITION_RSS // GROWTH_STEPS
     await until(
@@ -74,7 +79,11 @@ async def test_partitions_waiting_for_a_worker_hold_a_reservation_and_no_memory(
 
 
 async def test_a_synthesis_grows_to_the_measured_size_and_parks_with_it(engine: Engine) -> None:
-    engine.submit(ProofRequest("porep-1000-1", ProofKind.POREP_SEAL_COMMIT, vanilla_proof=b"{}"))
+    engine.submit(
+        ProofRequest(
+            "porep-1000-1", ProofKind.POREP_SEAL_COMMIT, vanilla_proof=small_c1(), miner_id=1000, sector_number=1
+        )
+    )
     base = POREP.srs_bytes + PCE_EXTRACTION_TRANSIENT
     await until(lambda: engine.synth_active == 2 and engine.arena.nominal_in_use > base)
     seen: list[int] = []

@@ -19,6 +19,7 @@ from engine.pinned import SCALAR_SIZE, PinnedPool
 from engine.pipeline import Engine
 from engine.srs import CONSTRAINTS
 from engine.timemodel import Clock
+from tests.conftest import small_c1
 from tests.engine.engine_harness import Captured
 
 POREP = KINDS[ProofKind.POREP_SEAL_COMMIT]
@@ -70,7 +71,11 @@ async def engine(captured: Captured) -> AsyncIterator[tuple[Engine, Captured]]:
 
 
 async def prove(engine: Engine, n: int) -> None:
-    job, _ = engine.submit(ProofRequest(f"porep-1000-{n}", ProofKind.POREP_SEAL_COMMIT, vanilla_proof=b"{}"))
+    job, _ = engine.submit(
+        ProofRequest(
+            f"porep-1000-{n}", ProofKind.POREP_SEAL_COMMIT, vanilla_proof=small_c1(), miner_id=1000, sector_number=1
+        )
+    )
     result = await asyncio.wait_for(job.future, 60)
     assert result.status is Status.COMPLETED
 

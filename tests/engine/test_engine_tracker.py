@@ -13,6 +13,7 @@ import pytest
 
 from cuzktui import daemon_messages as msg
 from cuzktui.daemon_facts import ProofKind
+from cuzktui.proofinputs import SnapCommitments, generate_snap_vanilla
 from cuzktui.proto import proving_pb2 as pb
 from cuzktui.units import GiB
 from engine.config import Config
@@ -21,17 +22,33 @@ from engine.memory import Budget
 from engine.pipeline import Engine
 from engine.server import ProvingService
 from engine.views import status_document
+from tests.conftest import post_vanilla, small_c1
 from tests.engine.engine_harness import Captured
 
 Factory = Callable[..., Awaitable[Engine]]
 
 
 def porep(request_id: str) -> ProofRequest:
-    return ProofRequest(request_id, ProofKind.POREP_SEAL_COMMIT, vanilla_proof=b'{"SectorNum": 1}', miner_id=1000)
+    return ProofRequest(
+        request_id, ProofKind.POREP_SEAL_COMMIT, vanilla_proof=small_c1(), miner_id=1000, sector_number=1
+    )
+
+
+def snap_request(request_id: str) -> ProofRequest:
+    comms = SnapCommitments.generate()
+    return ProofRequest(
+        request_id,
+        ProofKind.SNAP_DEALS_UPDATE,
+        vanilla_proofs=[generate_snap_vanilla(n, challenges=1) for n in range(16)],
+        registered_proof=3,
+        comm_r_old=comms.comm_r_old,
+        comm_r_new=comms.comm_r_new,
+        comm_d_new=comms.comm_d_new,
+    )
 
 
 def post(request_id: str, kind: ProofKind = ProofKind.WINNING_POST) -> ProofRequest:
-    return ProofRequest(request_id, kind, vanilla_proofs=[b"v"], randomness=bytes(32), registered_proof=3)
+    return ProofRequest(request_id, kind, vanilla_proofs=post_vanilla(), randomness=bytes(32), registered_proof=3)
 
 
 async def until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
@@ -101,7 +118,9 @@ async def test_a_server_side_deadline_answers_cancelled_timeout_expired_and_the_
     e = await make_engine(time_scale=0.01)
     service = ProvingService(e)
     context = Context(remaining=0.05)  # a 29 s modelled synthesis takes 0.29 s here
-    submit = pb.SubmitProofRequest(request_id="r1", proof_kind=pb.POREP_SEAL_COMMIT, vanilla_proof=b"{}")
+    submit = pb.SubmitProofRequest(
+        request_id="r1", proof_kind=pb.POREP_SEAL_COMMIT, vanilla_proof=small_c1(), miner_id=1000, sector_number=1
+    )
     with pytest.raises(grpc.aio.AbortError):
         await service.Prove(pb.ProveRequest(submit=submit), context)
     assert context.aborted == (grpc.StatusCode.CANCELLED, msg.TIMEOUT_EXPIRED)
@@ -322,10 +341,7 @@ async def test_a_partition_failure_leaks_in_the_status_tracker_as_upstreams_does
 
 async def test_a_snapdeals_batch_fails_every_request_at_the_split(make_engine: Factory, captured: Captured) -> None:
     e = await make_engine(max_batch_size=2, max_batch_wait_ms=60_000)
-    snap = [
-        ProofRequest(f"snap-{n}", ProofKind.SNAP_DEALS_UPDATE, vanilla_proofs=[b"p"] * 16, registered_proof=3)
-        for n in "ab"
-    ]
+    snap = [snap_request(f"snap-{n}") for n in "ab"]
     results = await asyncio.wait_for(asyncio.gather(*(e.prove(r) for r in snap)), 60)
     error = "proof bytes length mismatch: got 3072, expected 0 (0 partitions × 192 bytes)"
     assert [(r.status, r.error) for r in results] == [(Status.FAILED, f"proof split failed: {error}")] * 2

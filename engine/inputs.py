@@ -1,0 +1,222 @@
+"""Input validation as the daemon does it, per path, with upstream's texts; and the PoRep self-check.
+
+Which checks run, in which order and with which text depends on the path a request takes
+(the texts are anyhow contexts, whose Display is the outermost one):
+
+* ``PARTITIONED`` — pipeline mode, single PoRep / SnapDeals: pipeline.rs ``parse_c1_output`` /
+  ``parse_snap_deals_input``; the engine prefixes ``C1 parse failed: `` / ``SnapDeals parse failed: ``
+  (engine.rs, the per-partition dispatch).
+* ``SYNTHESIS`` / ``BATCH`` — pipeline mode, whole-proof synthesis: pipeline.rs
+  ``synthesize_porep_c2_batch`` / ``synthesize_porep_c2_multi`` / ``synthesize_winning_post`` /
+  ``synthesize_window_post`` / ``synthesize_snap_deals``; the engine prefixes ``synthesis failed: ``.
+* ``MONOLITHIC`` — ``pipeline.enabled = false``: prover.rs ``prove_porep_c2`` / ``prove_winning_post`` /
+  ``prove_window_post`` / ``prove_snap_deals``; the bare context is the job's error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Final
+
+from cuzktui import daemon_messages as msg
+from cuzktui import proofinputs as pi
+from cuzktui.daemon_facts import ProofKind
+
+from . import tracing
+from .jobs import ProofRequest
+from .tracing import Logger, Quoted, Span
+
+
+class Panic(pi.InputError):
+    """A panic in the blocking task (engine.rs reports "… panicked: <JoinError>")."""
+
+    def join_error(self, task_id: int) -> str:
+        """tokio ``JoinError``'s Display for a panic with a string payload."""
+        return f"task {task_id} panicked with message {tracing.format_value(Quoted(str(self)))}"
+
+
+class Path(Enum):
+    PARTITIONED = "partitioned"
+    SYNTHESIS = "synthesis"
+    BATCH = "batch"
+    MONOLITHIC = "monolithic"
+
+
+# The prover.rs function whose context a monolithic failure after deserialisation carries.
+MONOLITHIC_CALL: Final = {
+    ProofKind.POREP_SEAL_COMMIT: "seal_commit_phase2 failed",
+    ProofKind.WINNING_POST: "generate_winning_post_with_vanilla failed",
+    ProofKind.WINDOW_POST_PARTITION: "generate_single_window_post_with_vanilla failed",
+    ProofKind.SNAP_DEALS_UPDATE: "generate_empty_sector_update_proof_with_vanilla failed",
+}
+_POST_LABEL: Final = {ProofKind.WINNING_POST: "WinningPoSt", ProofKind.WINDOW_POST_PARTITION: "WindowPoSt"}
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """What the engine keeps of an input once parsed (the payload itself is dropped)."""
+
+    c1: pi.Phase1Output | None = None
+    # Partition proofs a SnapDeals input holds when fewer than its partitions: parsing accepts
+    # that, and the first partition without one fails its synthesis (the pipeline's job).
+    vanilla_partitions: int | None = None
+
+
+def _array32(value: bytes, name: str) -> None:
+    """prover.rs ``to_array32``."""
+    if len(value) != 32:
+        raise pi.InputError(f"{name} must be exactly 32 bytes, got {len(value)}")
+
+
+def _only_32g(size: int, path: Path) -> None:
+    if size != pi.SECTOR_SIZE_32G:
+        what = "multi-sector" if path is Path.BATCH else "pipelined"
+        raise pi.InputError(f"{what} synthesis currently supports only 32 GiB sectors, got {size} bytes")
+
+
+def check_porep(request: ProofRequest, path: Path) -> Parsed:
+    _, c1 = pi.parse_c1(request.vanilla_proof)
+    if path is not Path.MONOLITHIC:
+        _only_32g(c1.sector_size, path)
+        if c1.comm_d == bytes(32):
+            raise pi.InputError("Invalid all zero commitment (comm_d)")
+        if c1.comm_r == bytes(32):
+            raise pi.InputError("Invalid all zero commitment (comm_r)")
+        if c1.seed == bytes(32):
+            raise pi.InputError("Invalid porep challenge seed")
+    return Parsed(c1=c1)
+
+
+def check_snap(request: ProofRequest, path: Path) -> Parsed:
+    size = pi.UPDATE_PROOF_SIZES.get(request.registered_proof)
+    if size is None:
+        raise pi.InputError("invalid registered proof for SnapDeals")
+    if path is not Path.MONOLITHIC:
+        _only_32g(size, path)
+    for name in ("comm_r_old", "comm_r_new", "comm_d_new"):
+        _array32(getattr(request, name), name)
+    for blob in request.vanilla_proofs:
+        try:
+            pi.parse_update_vanilla(blob)
+        except pi.InputError as err:
+            if path is Path.MONOLITHIC:
+                raise pi.InputError(MONOLITHIC_CALL[request.kind]) from None
+            raise pi.InputError(f"failed to deserialize SnapDeals partition proof: {err}") from None
+    have = len(request.vanilla_proofs)
+    if have < pi.SNAP_PARTITIONS:
+        if path is Path.MONOLITHIC:
+            raise pi.InputError(MONOLITHIC_CALL[request.kind])
+        if path is Path.PARTITIONED:
+            # pipeline.rs parse_snap_deals_input accepts too few; the first partition without one
+            # fails its synthesis (build_snap_deals_partition_circuit), which fails the job.
+            return Parsed(vanilla_partitions=have)
+    return Parsed()
+
+
+def check_post(request: ProofRequest, path: Path) -> Parsed:
+    label = _POST_LABEL[request.kind]
+    if request.registered_proof not in pi.POST_PROOF_SIZES:
+        raise pi.InputError(f"invalid registered proof for {label}")
+    _array32(request.randomness, "randomness")
+    sectors: list[int] = []
+    for blob in request.vanilla_proofs:
+        try:
+            sectors.append(pi.parse_post_vanilla(blob)[1])
+        except pi.InputError as err:
+            if path is Path.MONOLITHIC:
+                raise pi.InputError(MONOLITHIC_CALL[request.kind]) from None
+            raise pi.InputError(f"failed to deserialize {label} vanilla proof: {err}") from None
+    if path is Path.MONOLITHIC:
+        if not sectors:
+            raise pi.InputError(MONOLITHIC_CALL[request.kind])
+        return Parsed()
+    if request.kind is ProofKind.WINNING_POST:
+        if not sectors:
+            raise pi.InputError("no WinningPoSt vanilla proofs")
+        if sectors[0] != 1:
+            raise pi.InputError(f"WinningPoSt expected 1 sector proof, got {sectors[0]}")
+    elif not sectors:
+        # synthesize_window_post pads the partition by repeating its last sector proof: with none,
+        # the index underflows and the blocking task panics.
+        raise Panic("index out of bounds: the len is 0 but the index is 18446744073709551615")
+    return Parsed()
+
+
+def check(request: ProofRequest, path: Path) -> Parsed:
+    """Parses ``request``'s input as the daemon would on ``path``; raises InputError(context)."""
+    if request.kind is ProofKind.POREP_SEAL_COMMIT:
+        return check_porep(request, path)
+    if request.kind is ProofKind.SNAP_DEALS_UPDATE:
+        return check_snap(request, path)
+    return check_post(request, path)
+
+
+def self_check_passes(c1: pi.Phase1Output, request: ProofRequest) -> bool:
+    """filecoin-proofs ``verify_seal`` recomputes the replica id from the request's miner id and
+    sector number: a proof made from a C1 of another miner or sector does not verify."""
+    expected = pi.replica_id(request.miner_id, request.sector_number, c1.ticket, c1.comm_d, c1.ffi_id)
+    return expected == c1.replica_id
+
+
+class CheckSite(Enum):
+    """Where engine.rs runs the PoRep self-check, each with its own lines and failure text."""
+
+    PARTITIONED = msg.SELF_CHECK_PARTITIONED  # after "proof assembled"
+    SINGLE = msg.SELF_CHECK_SINGLE
+    BATCHED = msg.SELF_CHECK_BATCHED
+
+
+def self_check(
+    log: Logger,
+    site: CheckSite,
+    job_id: str,
+    c1: pi.Phase1Output,
+    request: ProofRequest,
+    proof_len: int,
+    index: int = 0,
+) -> str | None:
+    """Logs prover.rs ``verify_porep_proof``'s lines, then engine.rs's verdict; returns the job's
+    error text when the proof does not verify, None when it does."""
+    span = (Span("verify_porep_proof", (("job_id", Quoted(job_id)),)),)
+    facts = (("proof_len", proof_len), ("sector_number", request.sector_number), ("miner_id", request.miner_id))
+    log.info(tracing.PROVER, msg.VERIFYING_POREP, ("registered_proof", c1.registered_proof), *facts, span=span)
+    batch = (("sector_idx", index),) if site is CheckSite.BATCHED else ()
+    if self_check_passes(c1, request):
+        log.info(tracing.PROVER, msg.POREP_SELF_CHECK_PASSED, ("job_id", job_id), span=span)
+        log.info(tracing.ENGINE, f"{site.value} PASSED", ("job_id", job_id), *batch)
+        return None
+    log.warn(
+        tracing.PROVER,
+        msg.POREP_SELF_CHECK_INVALID,
+        ("job_id", job_id),
+        ("registered_proof", c1.registered_proof),
+        *facts,
+        span=span,
+    )
+    log.error(
+        tracing.ENGINE,
+        f"{site.value} FAILED{msg.SELF_CHECK_REJECTED_SUFFIX}",
+        ("job_id", job_id),
+        *batch,
+        ("proof_len", proof_len),
+        ("sector", request.sector_number),
+        ("miner", request.miner_id),
+    )
+    where = f"(sector={request.sector_number}, miner={request.miner_id})"
+    if site is CheckSite.BATCHED:
+        return f"PoRep proof self-check failed: batched proof {index} did not verify {where}"
+    # verify_porep_partitions then finds every partition invalid: all were proved against the
+    # C1's own replica id, none against the one the request's miner and sector give.
+    invalid = "[" + ", ".join(str(i) for i in range(pi.POREP_PARTITIONS)) + "]"
+    prefix = "Phase 7: " if site is CheckSite.PARTITIONED else ""
+    log.error(
+        tracing.ENGINE,
+        f"{prefix}{msg.PARTITION_VERIFICATION_RESULTS}",
+        ("job_id", job_id),
+        ("valid_partitions", "[]"),
+        ("invalid_partitions", invalid),
+    )
+    if site is CheckSite.PARTITIONED:
+        return f"PoRep proof self-check failed: assembled proof did not verify {where}"
+    return "PoRep proof self-check failed: pipeline single-sector proof did not verify"
