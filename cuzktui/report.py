@@ -35,10 +35,15 @@ def _percentile(values: Sequence[float], q: float) -> float:
     return ordered[rank - 1]
 
 
-def _figures(values: list[float]) -> dict[str, Any]:
+def _figures(values: list[float], scale: float) -> dict[str, Any]:
     if not values:
         return {"n": 0, "median_s": None, "p95_s": None}
-    return {"n": len(values), "median_s": round(_percentile(values, 50), 3), "p95_s": round(_percentile(values, 95), 3)}
+    median, p95 = _percentile(values, 50) * scale, _percentile(values, 95) * scale
+    return {"n": len(values), "median_s": round(median, 3), "p95_s": round(p95, 3)}
+
+
+def _scaled(value: float | None, scale: float) -> float | None:
+    return None if value is None else round(value * scale, 3)
 
 
 def _phase_of(job: Job) -> str:
@@ -91,7 +96,7 @@ def _status(job: Job) -> str:
     return "incomplete" if job.status == "running" else job.status
 
 
-def _job_entry(job: Job, model: SessionModel, exits: dict[int, ev.DaemonExited]) -> dict[str, Any]:
+def _job_entry(job: Job, model: SessionModel, exits: dict[int, ev.DaemonExited], scale: float) -> dict[str, Any]:
     return {
         "job_id": job.job_id,
         "daemon_run": job.segment,
@@ -99,12 +104,12 @@ def _job_entry(job: Job, model: SessionModel, exits: dict[int, ev.DaemonExited])
         "status": _status(job),
         "reason": _reason(job, model, exits),
         "partitions": len(job.partitions),
-        "scheduler_wait_s": job.scheduler_wait_s,
-        "budget_wait_s": job.budget_wait_s,
+        "scheduler_wait_s": _scaled(job.scheduler_wait_s, scale),
+        "budget_wait_s": _scaled(job.budget_wait_s, scale),
     }
 
 
-def _gpu(timeline: Timeline) -> dict[str, Any]:
+def _gpu(timeline: Timeline, scale: float) -> dict[str, Any]:
     span = timeline.time_span()
     if span is None:
         return {"busy_share": {}, "idle_gaps": {}}
@@ -114,38 +119,46 @@ def _gpu(timeline: Timeline) -> dict[str, Any]:
     gaps = {}
     for worker in busy:
         found = sorted(timeline.idle_gaps(worker, start, end, min_gap), key=lambda g: g[0] - g[1])[:_GAPS_LISTED]
-        gaps[str(worker)] = [{"start": a, "end": b, "seconds": round(b - a, 3)} for a, b in sorted(found)]
+        gaps[str(worker)] = [{"start": a, "end": b, "seconds": round((b - a) * scale, 3)} for a, b in sorted(found)]
     return {"busy_share": {str(w): round(f, 4) for w, f in busy.items()}, "idle_gaps": gaps}
 
 
-def build_report(model: SessionModel, source: str) -> dict[str, Any]:
-    """Everything the report says, as JSON-ready data (see the module docstring)."""
+def build_report(model: SessionModel, source: str, time_scale: float | None = None) -> dict[str, Any]:
+    """Everything the report says, as JSON-ready data (see the module docstring).
+
+    The engine logs real seconds, ``time_scale`` real seconds per modelled one (engine/pipeline.py):
+    given an engine's ``time_scale``, every duration is turned back into the emulated box's seconds.
+    """
     timeline = model.timeline
-    exits = {segment: event for segment, event in model.exits if segment is not None}
-    jobs = timeline.jobs()
-    entries = [_job_entry(job, model, exits) for job in jobs]
-    counts = Counter(entry["status"] for entry in entries)
-    partitions = [p for job in jobs for p in job.partitions.values()]
     # A bare engine log says what it is in its own WARN lines (engine/__main__.py, "cuzk-engine: …").
     engine = (
         model.daemon.mode == "engine"
         or model.daemon.memory_scale is not None
         or any(r.message.startswith(_ENGINE_PREFIX) for r in model.warnings)
     )
+    modelled = engine and time_scale is not None and time_scale > 0
+    scale = 1.0 / time_scale if modelled and time_scale else 1.0
+    exits = {segment: event for segment, event in model.exits if segment is not None}
+    jobs = timeline.jobs()
+    entries = [_job_entry(job, model, exits, scale) for job in jobs]
+    counts = Counter(entry["status"] for entry in entries)
+    partitions = [p for job in jobs for p in job.partitions.values()]
     warnings = Counter(f"{r.level} {r.message}" for r in model.warnings)
     return {
         "source": source,
         "engine_time": engine,
+        # Durations are the emulated box's seconds (engine time_scale known), else the log's wall seconds.
+        "time_scale": time_scale if modelled else None,
         "jobs": entries,
         "counts": {key: counts.get(key, 0) for key in ("completed", "failed", "incomplete")},
         "phases": {
-            "synthesis": _figures([s for p in partitions if (s := p.synth_s) is not None]),
-            "scheduler_wait": _figures([s for j in jobs if (s := j.scheduler_wait_s) is not None]),
-            "budget_wait": _figures([s for j in jobs if (s := j.budget_wait_s) is not None]),
-            "gpu_queue_wait": _figures([s for p in partitions if (s := p.queue_wait_s) is not None]),
-            "gpu": _figures([s for p in partitions if (s := p.gpu_s) is not None]),
+            "synthesis": _figures([s for p in partitions if (s := p.synth_s) is not None], scale),
+            "scheduler_wait": _figures([s for j in jobs if (s := j.scheduler_wait_s) is not None], scale),
+            "budget_wait": _figures([s for j in jobs if (s := j.budget_wait_s) is not None], scale),
+            "gpu_queue_wait": _figures([s for p in partitions if (s := p.queue_wait_s) is not None], scale),
+            "gpu": _figures([s for p in partitions if (s := p.gpu_s) is not None], scale),
         },
-        "gpu": _gpu(timeline),
+        "gpu": _gpu(timeline, scale),
         "daemon_runs": len(timeline.segments),
         "restarts": max(0, len(timeline.segments) - 1),
         "exits": [
@@ -169,8 +182,16 @@ def render_text(report: dict[str, Any]) -> str:
     """The report for a terminal: summary first, then the jobs that did not complete, then the rest."""
     counts = report["counts"]
     lines = [f"report of {report['source']}"]
-    if report["engine_time"]:
-        lines.append("(cuzk-engine run: every time below is in the emulated box's time, not this machine's)")
+    if report["time_scale"]:
+        lines.append(
+            f"(cuzk-engine run: durations below are the emulated box's seconds, the log's ÷ time_scale "
+            f"{report['time_scale']:g})"
+        )
+    elif report["engine_time"]:
+        lines.append(
+            "(cuzk-engine run: durations below are this machine's seconds at the engine's time_scale, "
+            "not the emulated box's: its config is not in a bare log)"
+        )
     lines.append(
         f"jobs: {len(report['jobs'])}  completed {counts['completed']}  failed {counts['failed']}  "
         f"incomplete {counts['incomplete']}   daemon runs: {report['daemon_runs']} (restarts {report['restarts']})"

@@ -472,3 +472,17 @@ def test_the_text_report_leads_with_the_counts_and_names_each_unfinished_job(
     out = capsys.readouterr().out.splitlines()
     assert out[1].startswith("jobs: 2  completed 1  failed 0  incomplete 1")
     assert "  incomplete porep-2  still waiting in the scheduler queue when the recording ends" in out
+
+
+def test_an_engine_sessions_durations_are_the_emulated_boxs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    session = SessionWriter(tmp_path / "session")
+    write_log(session.path, [*startup(), *partitioned_job("porep-1", 0, 1), assembled(3.5, "porep-1")])
+    session.add_config_version("[engine]\ntime_scale = 0.5\n")
+    launched = ev.DaemonLaunched(1777618799.0, "engine", 7, ("cuzk-engine",), None, "127.0.0.1:9820", None)
+    session.append_event(launched)
+    session.close()
+    assert main(["report", str(session.path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["time_scale"] == 0.5
+    # One second of the engine's log is two seconds of the box it emulates (engine/pipeline.py).
+    assert (data["phases"]["synthesis"]["median_s"], data["phases"]["gpu"]["median_s"]) == (2.0, 2.0)

@@ -7,8 +7,22 @@ import json
 import sys
 from pathlib import Path
 
+from ..config import ConfigError, load_config
 from ..report import build_report, render_text
 from ..session import SourceError, load_session
+from ..session_layout import config_versions
+
+
+def _time_scale(directory: Path | None) -> float | None:
+    """The engine's ``[engine] time_scale`` from the session's last config version (None: not known)."""
+    versions = config_versions(directory) if directory is not None else []
+    if not versions:
+        return None
+    try:
+        value = load_config(versions[-1]).effective().get("engine.time_scale")
+    except ConfigError:
+        return None
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def run_report(args: argparse.Namespace) -> int:
@@ -24,7 +38,7 @@ def run_report(args: argparse.Namespace) -> int:
         return 1
     if recorded.damage:
         print(f"cuzk-tui report: {recorded.damage}", file=sys.stderr)
-    report = build_report(model, str(recorded.source.path))
+    report = build_report(model, str(recorded.source.path), _time_scale(recorded.source.directory))
     if args.json:
         print(json.dumps(report, indent=2))
     else:
