@@ -44,12 +44,15 @@ from .recording import DaemonRecorder
 from .session import SessionFollower, SessionWriter, list_sessions
 from .session_layout import META_FILE
 from .supervisor import (
+    DAEMON_DEFAULT_LISTEN,
     DaemonProgram,
     DaemonStartError,
     InFlight,
     Supervisor,
     SupervisorError,
+    config_addresses,
     free_loopback_port,
+    private_listen_address,
 )
 from .system import CgroupError, MemoryCgroup
 from .timeline import Partition, Timeline
@@ -139,13 +142,17 @@ class LiveOptions:
 DEFAULT_ENGINE_BOX_GIB = 256
 
 
-def default_engine_config(session_dir: Path, profile_gib: int | None) -> str:
-    """A first config for the engine: loopback only (a unix socket in the session), status endpoint on."""
+def default_config(session_dir: Path, *, engine: bool, profile_gib: int | None = None) -> str:
+    """A first config for a launch without one: loopback only (a private unix socket in the session,
+    written into the file so the address is on record), status endpoint on; the engine also says
+    which box it emulates. Without ``listen`` the daemon would serve on its built-in default
+    (/run/curio/cuzk.sock), which this tool leaves to a daemon someone else runs."""
     values: dict[str, Any] = {
-        "daemon.listen": f"unix://{session_dir / 'cuzk.sock'}",
+        "daemon.listen": private_listen_address(session_dir),
         "daemon.status_listen": f"127.0.0.1:{free_loopback_port()}",
-        "engine.mem_total": f"{profile_gib or DEFAULT_ENGINE_BOX_GIB}GiB",
     }
+    if engine:
+        values["engine.mem_total"] = f"{profile_gib or DEFAULT_ENGINE_BOX_GIB}GiB"
     return build_config(values)
 
 
@@ -231,7 +238,13 @@ class LiveController(LocalQueries):
                 self._config_text = with_profile(self._config_text, o.profile_gib)
                 if limit is None:
                     limit = self._profile_limit(o.profile_gib)
-            self.supervisor = Supervisor(self.session, o.program, memory_limit=limit, on_progress=self._progress)
+            self.supervisor = Supervisor(
+                self.session,
+                o.program,
+                listen=self._listen_address(self._config_text),
+                memory_limit=limit,
+                on_progress=self._progress,
+            )
             self._tasks.append(asyncio.create_task(self._launch(self._config_text, ())))
         self._recorder = DaemonRecorder(self.supervisor, self._record, o.sample_interval)
         self._recorder.start()
@@ -256,14 +269,31 @@ class LiveController(LocalQueries):
                 elif problem.severity is Severity.WARNING:
                     self._notice("warning", f"{path}: {problem}")
             return doc.text()
-        if o.program.mode == "engine":
-            text = default_engine_config(self.session.path, o.profile_gib)
-        else:
-            text = build_config({})
+        text = default_config(self.session.path, engine=o.program.mode == "engine", profile_gib=o.profile_gib)
         if path is not None:
             save_atomic(text, path)
-            self._notice("info", f"wrote a new config to {path}")
+        listen = config_addresses(text)[0]
+        written = f"wrote a new config to {path}" if path is not None else "no config given: wrote one in the session"
+        self._notice("info", f"the daemon serves on {listen}, a private socket of this session; {written} with it")
         return text
+
+    def _listen_address(self, config_text: str) -> str:
+        """Where the launched daemon serves, said on screen: the config's ``listen``, else a private
+        socket of this session (the daemon's own default belongs to a daemon someone else runs, and
+        an engine must never sit there)."""
+        assert self.session is not None and self.options.program is not None
+        listen = config_addresses(config_text)[0]
+        engine = self.options.program.mode == "engine"
+        if listen is not None and not (engine and listen == DAEMON_DEFAULT_LISTEN):
+            return listen
+        private = private_listen_address(self.session.path)
+        why = (
+            f"the config sets no [daemon].listen, so the daemon would serve on its default {DAEMON_DEFAULT_LISTEN}"
+            if listen is None
+            else f"cuzk-engine never takes the real daemon's socket {DAEMON_DEFAULT_LISTEN}"
+        )
+        self._notice("info", f"{why}; launched on {private} instead, a private socket of this session (-l)")
+        return private
 
     def _attached_config(self) -> str | None:
         """The config an attached daemon runs, as far as we can know: the ``--config`` file, read now.

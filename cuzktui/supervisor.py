@@ -175,6 +175,22 @@ def classify_exit(
 _EPHEMERAL_RANGE: Final = Path("/proc/sys/net/ipv4/ip_local_port_range")
 
 
+# The real daemon's built-in [daemon].listen (config.rs DaemonConfig::default): where it serves
+# when a config sets none. A stand-in must never sit there, and the tool prefers its own socket.
+DAEMON_DEFAULT_LISTEN: Final = "unix:///run/curio/cuzk.sock"
+# sockaddr_un holds 108 bytes with the terminator; keep well clear of it.
+_MAX_SOCKET_PATH: Final = 100
+
+
+def private_listen_address(directory: Path) -> str:
+    """A listen address only this tool uses: a unix socket in ``directory`` (a session, 0700), else
+    loopback TCP where that path would be too long for a socket."""
+    socket_path = directory.resolve() / "daemon.sock"
+    if len(str(socket_path)) <= _MAX_SOCKET_PATH:
+        return f"unix://{socket_path}"
+    return f"127.0.0.1:{free_loopback_port()}"
+
+
 def free_loopback_port(*, rng: random.Random | None = None, attempts: int = 200) -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now (for a daemon's private endpoints).
 

@@ -15,6 +15,7 @@ import importlib.util
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -167,3 +168,14 @@ async def running_engine(start_engine: Any) -> EngineHandle:
     """One engine with the test defaults, serving on a unix socket."""
     handle: EngineHandle = await start_engine()
     return handle
+
+
+def standin_daemon_on_path(bin_dir: Path) -> Path:
+    """``bin_dir`` holding an executable ``cuzk-daemon`` that behaves as the real one does about its
+    address (tests/standin_daemon.py) and serves with cuzk-engine; put ``bin_dir`` first on PATH."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    script = bin_dir / "cuzk-daemon"
+    standin = Path(__file__).with_name("standin_daemon.py")
+    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{standin}" "$@"\n')
+    script.chmod(0o755)
+    return bin_dir

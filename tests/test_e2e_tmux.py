@@ -26,8 +26,10 @@ from pathlib import Path
 import pytest
 
 from cuzktui import events as ev
+from cuzktui.config import ConfigDocument
 from cuzktui.session import iter_session_events
-from tests.conftest import alive, fast_engine_config
+from cuzktui.supervisor import DAEMON_DEFAULT_LISTEN
+from tests.conftest import alive, fast_engine_config, standin_daemon_on_path
 
 pytestmark = [
     pytest.mark.slow,
@@ -165,4 +167,44 @@ def test_run_bench_in_tmux_shows_the_summary_and_quit_stops_the_daemon(e2e: E2E)
         assert time.monotonic() < deadline, f"the TUI did not exit; the screen was:\n{tmux.screen()}"
         time.sleep(0.2)
     assert tmux.pane("#{pane_dead_status}") == "0"
+    assert [pid for pid in recorded_pids(e2e.session) if alive(pid)] == []
+
+
+def test_first_launch_with_cuzk_daemon_on_path_and_no_config_serves_and_says_where(e2e: E2E, tmp_path: Path) -> None:
+    """The README's first run against a real daemon: ``cuzk-tui`` with ``cuzk-daemon`` on PATH and
+    ``--config`` naming a file that does not exist. The stand-in picks its address as the daemon
+    does (and refuses the real default); the TUI must launch it on an address it chose, say so on
+    screen and in the written config, and reach ready."""
+    assert CUZK_TUI.exists(), f"the console script is not installed next to {sys.executable}"
+    bin_dir = standin_daemon_on_path(tmp_path / "bin")
+    missing = tmp_path / "new" / "cuzk.toml"
+    missing.parent.mkdir()
+    tmux = e2e.tmux
+    # tmux does not always record the exit status of a pane's process: the shell writes it down.
+    rc_file = tmp_path / "rc"
+    tmux.start(
+        ["sh", "-c", 'env PATH="$1" "$2" --config "$3" --session "$4"; echo $? > "$5"', "sh",
+         f"{bin_dir}:{os.environ['PATH']}", str(CUZK_TUI), str(missing), str(e2e.session), str(rc_file)]
+    )  # fmt: skip
+    text = tmux.wait_for(lambda s: "REAL DAEMON" in s and "READY" in s, "the real daemon ready", 90)
+    listen = str(ConfigDocument.parse(missing.read_text()).get("daemon", "listen"))
+    assert listen != DAEMON_DEFAULT_LISTEN
+    # The dashboard's daemon panel names the address (cut to the panel's width).
+    assert f"listen {listen}"[:30] in text
+    (launched,) = [e for e in iter_session_events(e2e.session) if isinstance(e, ev.DaemonLaunched)]
+    assert launched.mode == "real" and launched.listen == listen
+    said = [e.text for e in iter_session_events(e2e.session) if isinstance(e, ev.Notice)]
+    assert (
+        f"the daemon serves on {listen}, a private socket of this session; wrote a new config to {missing} with it"
+        in said
+    )
+
+    tmux.keys("q")
+    tmux.wait_for(lambda s: "Stop and quit [s]" in s, "the quit dialog", 30)
+    tmux.keys("s")
+    deadline = time.monotonic() + 60
+    while not rc_file.exists() or not rc_file.read_text().strip():
+        assert time.monotonic() < deadline, f"the TUI did not exit; the screen was:\n{tmux.screen()}"
+        time.sleep(0.2)
+    assert rc_file.read_text().strip() == "0"
     assert [pid for pid in recorded_pids(e2e.session) if alive(pid)] == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 import pytest
@@ -14,21 +15,32 @@ from cuzktui.live import (
     AttachTarget,
     LiveController,
     LiveOptions,
-    default_engine_config,
+    default_config,
     profile_memory_limit,
     with_profile,
 )
+from cuzktui.supervisor import DAEMON_DEFAULT_LISTEN, choose_program
 from cuzktui.units import GiB
-from tests.conftest import engine_config_text, memory_cgroup_or_skip, require_engine
+from tests.conftest import engine_config_text, memory_cgroup_or_skip, require_engine, standin_daemon_on_path
 
 
 def test_default_engine_config_is_valid_loopback_only_and_emulates_a_box(tmp_path: Path) -> None:
-    doc = ConfigDocument.parse(default_engine_config(tmp_path, None))
+    doc = ConfigDocument.parse(default_config(tmp_path, engine=True))
     assert not [p for p in doc.problems() if p.severity is not Severity.INFO]
-    assert doc.get("daemon", "listen") == f"unix://{tmp_path / 'cuzk.sock'}"
+    assert doc.get("daemon", "listen") == f"unix://{tmp_path.resolve() / 'daemon.sock'}"
     assert str(doc.get("daemon", "status_listen")).startswith("127.0.0.1:")
     assert doc.get("engine", "mem_total") == "256GiB"
-    assert ConfigDocument.parse(default_engine_config(tmp_path, 512)).get("engine", "mem_total") == "512GiB"
+    assert (
+        ConfigDocument.parse(default_config(tmp_path, engine=True, profile_gib=512)).get("engine", "mem_total")
+        == "512GiB"
+    )
+
+
+def test_a_first_config_for_a_real_daemon_names_a_private_listen_address(tmp_path: Path) -> None:
+    doc = ConfigDocument.parse(default_config(tmp_path, engine=False))
+    # Written in the file (not commented out): the daemon would otherwise serve on /run/curio/cuzk.sock.
+    assert doc.is_set("daemon", "listen") and doc.get("daemon", "listen") == f"unix://{tmp_path.resolve()}/daemon.sock"
+    assert not doc.is_set("engine", "mem_total")
 
 
 def test_a_profile_sets_the_emulated_ram_unless_the_config_already_does() -> None:
@@ -102,3 +114,67 @@ async def test_a_corrupt_config_launches_nothing_and_says_how_to_fix_it(tmp_path
         assert not controller.daemon_running()
     finally:
         await controller.shutdown(stop_daemon=True)
+
+
+async def _until_ready(controller: LiveController) -> None:
+    deadline = asyncio.get_running_loop().time() + 60
+    while controller.model.daemon.phase != "ready":
+        assert asyncio.get_running_loop().time() < deadline, "the daemon never became ready"
+        assert controller.model.daemon.phase != "dead", controller.model.daemon.exit
+        await controller.poll()
+        await asyncio.sleep(0.05)
+
+
+def _notices(controller: LiveController) -> list[str]:
+    return [n.text for n in controller.model.notices]
+
+
+@pytest.mark.parametrize("config_given", [False, True], ids=["no-config", "missing-config-file"])
+async def test_first_run_with_cuzk_daemon_on_path_launches_on_a_private_socket(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config_given: bool
+) -> None:
+    require_engine()
+    monkeypatch.setenv("PATH", f"{standin_daemon_on_path(tmp_path / 'bin')}:{os.environ['PATH']}")
+    program = choose_program()
+    assert program.mode == "real" and program.argv[0] == str(tmp_path / "bin" / "cuzk-daemon")
+    config = tmp_path / "cuzk.toml" if config_given else None
+    controller = LiveController(LiveOptions(program=program, config_file=config, session_dir=tmp_path / "s"))
+    try:
+        await controller.start()
+        await _until_ready(controller)
+        supervisor = controller.supervisor
+        assert supervisor is not None and supervisor.listen is not None
+        assert supervisor.listen != DAEMON_DEFAULT_LISTEN
+        assert (await supervisor.client.get_status()).uptime_seconds >= 0
+        # The address is on record in the config written (the file, or the session's version).
+        written = config if config is not None else supervisor.config_path
+        assert written is not None
+        assert ConfigDocument.parse(written.read_text()).get("daemon", "listen") == supervisor.listen
+        assert controller.model.daemon.listen == supervisor.listen
+        (said,) = [n for n in _notices(controller) if n.startswith("the daemon serves on ")]
+        assert said.startswith(f"the daemon serves on {supervisor.listen}, a private socket of this session")
+        assert (f"wrote a new config to {config} with it" in said) is config_given
+    finally:
+        await controller.shutdown(stop_daemon=True)
+    assert not controller.daemon_running()
+
+
+async def test_a_config_without_listen_is_served_on_a_private_socket_and_left_untouched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_engine()
+    monkeypatch.setenv("PATH", f"{standin_daemon_on_path(tmp_path / 'bin')}:{os.environ['PATH']}")
+    config = tmp_path / "cuzk.toml"
+    text = engine_config_text(daemon={"status_listen": ""})
+    config.write_text(text)
+    controller = LiveController(LiveOptions(program=choose_program(), config_file=config, session_dir=tmp_path / "s"))
+    try:
+        await controller.start()
+        await _until_ready(controller)
+        supervisor = controller.supervisor
+        assert supervisor is not None and supervisor.listen not in (None, DAEMON_DEFAULT_LISTEN)
+        said = [n for n in _notices(controller) if "sets no [daemon].listen" in n]
+        assert said and f"launched on {supervisor.listen} instead" in said[0] and DAEMON_DEFAULT_LISTEN in said[0]
+    finally:
+        await controller.shutdown(stop_daemon=True)
+    assert config.read_text() == text

@@ -47,11 +47,9 @@ from ..supervisor import (
     choose_program,
     config_addresses,
     free_loopback_port,
+    private_listen_address,
 )
 from ..units import UnitError, parse_size
-
-# Longest unix socket path the kernel accepts is 107 bytes; leave room.
-_MAX_SOCKET_PATH = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,14 +82,6 @@ def parse_override(text: str) -> tuple[str, TomlValue]:
     if errors:
         raise BenchUsageError(f"--set {text!r}: {errors[0]}")
     return name, value
-
-
-def _listen_address(session: SessionWriter) -> str:
-    """A private default listen address: a unix socket in the session (0700), else loopback TCP."""
-    socket_path = session.path.resolve() / "daemon.sock"
-    if len(str(socket_path)) <= _MAX_SOCKET_PATH:
-        return f"unix://{socket_path}"
-    return f"127.0.0.1:{free_loopback_port()}"
 
 
 def request_params(args: argparse.Namespace) -> RequestParams:
@@ -216,9 +206,8 @@ def run_bench(args: argparse.Namespace) -> int:
         save_atomic(plan.config_text, args.config)
     session = SessionWriter.create(label=f"bench-{args.kind}", directory=args.session, mode=plan.program.mode)
     if config_addresses(plan.config_text)[0] is None:
-        plan = dataclasses.replace(
-            plan, config_text=set_config_value(plan.config_text, "daemon", "listen", _listen_address(session))
-        )
+        listen = private_listen_address(session.path)
+        plan = dataclasses.replace(plan, config_text=set_config_value(plan.config_text, "daemon", "listen", listen))
     if plan.program.mode == "engine" and config_addresses(plan.config_text)[1] is None:
         # The engine's /status gives the session its budget line; a real daemon's config is left as given.
         status = f"127.0.0.1:{free_loopback_port()}"
