@@ -591,21 +591,45 @@ class Timeline:
 
     def _on_failed(self, event: ProofFailedLine) -> bool:
         segment = self._current()
+        followers: list[Job] = []
         if event.job_id is None:
             found = self._attribute_failure(segment, event.message)
             if found is None:
                 return False
             job = found
+            if found.monolithic and event.message not in _PARSE_FAILURES:
+                followers = self._batch_followers(segment, found)
         else:
             job = self._jobs.get((segment.index, event.job_id)) or self._job(segment, event.job_id)
         index = 0 if job.monolithic else event.partition
         if index is not None:
             self._partition(job, index).failed = True
-        if not job.error:
-            job.error = event.error or event.message
-        if job.status == "running":
-            self._fail(segment, job, self._axis_time(segment, event.ts))
+        t = self._axis_time(segment, event.ts)
+        for failed in (job, *followers):
+            if not failed.error:
+                failed.error = event.error or event.message
+            if failed.status == "running":
+                self._fail(segment, failed, t)
         return True
+
+    def _batch_followers(self, segment: Segment, leader: Job) -> list[Job]:
+        """The other requests of ``leader``'s batch: a batched proof's failure fails them all
+        (engine.rs ``process_monolithic_result``), but only the first request had TIMELINE lines —
+        the others are the same kind's jobs taken off the scheduler before the batch's synthesis
+        began that never got a phase of their own."""
+        start = leader.first_start
+        if start is None or leader.kind is None:
+            return []
+        return [
+            job
+            for job in self._running.values()
+            if job is not leader
+            and job.segment == segment.index
+            and job.kind == leader.kind
+            and not job.partitions
+            and job.dequeued_at is not None
+            and job.dequeued_at <= start
+        ]
 
     def _fail(self, segment: Segment, job: Job, t: float | None) -> None:
         job.status = "failed"

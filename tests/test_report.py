@@ -486,3 +486,24 @@ def test_an_engine_sessions_durations_are_the_emulated_boxs(tmp_path: Path, caps
     assert data["time_scale"] == 0.5
     # One second of the engine's log is two seconds of the box it emulates (engine/pipeline.py).
     assert (data["phases"]["synthesis"]["median_s"], data["phases"]["gpu"]["median_s"]) == (2.0, 2.0)
+
+
+def test_a_failed_batch_fails_every_sector_of_it(tmp_path: Path) -> None:
+    members = ["porep-b0", "porep-b1"]
+    lines = [*startup()]
+    for i, job in enumerate(members):
+        lines += [enqueue(1.2 + i / 10, job, position=i), dequeue(1.4 + i / 10, job)]
+    lines += [
+        enqueue(1.45, "porep-later", position=0),
+        timeline(500, "SYNTH_START", "porep-b0", "kind=porep-c2"),
+        timeline(2500, "SYNTH_END", "porep-b0", "synth_ms=2000"),
+        timeline(2500, "GPU_QUEUE", "porep-b0", "monolithic"),
+        timeline(2500, "GPU_PICKUP", "porep-b0", "worker=0"),
+        timeline(2500, "GPU_START", "porep-b0", "worker=0"),
+        # engine.rs process_monolithic_result: one line, no job id, every request of the batch fails.
+        human(4.0, "GPU proving failed", level="ERROR", error="CUDA error 700: an illegal memory access"),
+    ]
+    jobs = statuses(report_of(write_log(tmp_path, lines)))
+    assert jobs["porep-b0"] == ("failed", "CUDA error 700: an illegal memory access")
+    assert jobs["porep-b1"] == ("failed", "CUDA error 700: an illegal memory access")
+    assert jobs["porep-later"][0] == "incomplete"  # enqueued, never taken: not in that batch
