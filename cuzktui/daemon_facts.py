@@ -99,6 +99,9 @@ STATUS_MAX_CONCURRENT_UNIT: Final = 9 * GiB
 # config.rs PipelineConfig::max_gpu_queue_depth: 0 = no pacing (the default), "8 = recommended starting point".
 SUGGESTED_GPU_QUEUE_DEPTH: Final = 8
 PCE_EXTRACTION_TRANSIENT: Final = 14 * GiB
+# A batch of two or more PoRep requests (scheduler.max_batch_size > 1) reserves a flat 136 GiB
+# whatever its size, before the SRS (memory.rs POREP_BATCH_FULL_BYTES, engine.rs batch path).
+POREP_BATCH_RESERVATION: Final = 136 * GiB
 
 # Measured resident memory (reference §3.10, §6.2): peak RSS ≈ 69 GiB + 20 GiB per concurrent
 # PoRep partition. The 69 GiB base is the SRS (44) plus the PCE (~25); a synthesized partition

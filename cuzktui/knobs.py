@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Final
 
-from .daemon_facts import DEFAULT_MAX_PARALLEL_SYNTHESIS, KINDS, KindFacts
+from .daemon_facts import DEFAULT_MAX_PARALLEL_SYNTHESIS, KINDS, POREP_BATCH_RESERVATION, KindFacts, ProofKind
 from .units import UnitError, format_size, parse_duration, parse_size
 
 # A value as it appears in (or is written to) a TOML file.
@@ -766,8 +766,21 @@ def budget_problems(values: Mapping[str, Any], present: Collection[str]) -> list
         size = parse_size(budget)
     except UnitError:
         return []  # reported as the value's own error
-    problem = budget_floor_problem(size)
-    return [] if problem is None else [problem]
+    problems = [p for p in (budget_floor_problem(size),) if p is not None]
+    batch = values.get("scheduler.max_batch_size", 1)
+    porep = KINDS[ProofKind.POREP_SEAL_COMMIT]
+    batch_floor = porep.srs_bytes + POREP_BATCH_RESERVATION
+    if isinstance(batch, int) and batch > 1 and porep.budget_floor <= size < batch_floor:
+        problems.append(
+            Problem(
+                Severity.WARNING,
+                "scheduler.max_batch_size",
+                f"a PoRep batch reserves a flat {format_size(POREP_BATCH_RESERVATION)} besides the "
+                f"{format_size(porep.srs_bytes)} SRS: total_budget {format_size(size)} is below "
+                f"{format_size(batch_floor)}, so a batch of 2 or more would wait for memory forever",
+            )
+        )
+    return problems
 
 
 def _value_problems(k: Knob, value: object) -> list[Problem]:

@@ -323,6 +323,14 @@ def test_floors_follow_srs_plus_one_reservation() -> None:
     assert validate_document({"memory": {"total_budget": "auto"}}) == []  # machine-dependent: memcheck's job
 
 
+def test_batching_below_the_batch_floor_is_pointed_out() -> None:
+    # 44 GiB SRS + a flat 136 GiB batch reservation: 180 GiB.
+    (problem,) = validate_document({"memory": {"total_budget": "179GiB"}, "scheduler": {"max_batch_size": 2}})
+    assert problem.key == "scheduler.max_batch_size" and "below 180 GiB" in problem.message
+    assert validate_document({"memory": {"total_budget": "180GiB"}, "scheduler": {"max_batch_size": 2}}) == []
+    assert validate_document({"memory": {"total_budget": "100GiB"}, "scheduler": {"max_batch_size": 1}}) == []
+
+
 def test_monolithic_mode_reserves_no_budget_and_marks_pipeline_knobs_inert() -> None:
     doc = {
         "memory": {"total_budget": "8GiB"},
