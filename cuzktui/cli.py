@@ -114,6 +114,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_metrics(record)
 
+    fleet = sub.add_parser("fleet", help="many boxes in one table (from Prometheus or the boxes' --metrics endpoints)")
+    fleet.add_argument("--prometheus", metavar="URL", help="a Prometheus server that scrapes the boxes' recorders")
+    fleet.add_argument("--job", default="cuzk", help="the recorders' job name in Prometheus (default cuzk)")
+    fleet.add_argument(
+        "--hosts", metavar="FILE", help="TOML [[box]] tables: name, metrics or instance, price_per_hour, attach"
+    )
+    fleet.add_argument("--interval", type=float, default=5.0, metavar="S", help="seconds between polls (default 5)")
+    fleet.add_argument("--timeout", type=float, default=3.0, metavar="S", help="per-box fetch timeout (default 3)")
+    fleet.add_argument("--json", action="store_true", help="poll once and print the boxes as JSON")
+
     replay = sub.add_parser("replay", help="open a recorded session or a raw daemon log")
     replay.add_argument("source", help="a session directory or a daemon log file")
     replay.add_argument("--speed", type=float, default=10.0, help="playback speed factor (default 10)")
@@ -191,6 +201,7 @@ _HANDLERS = {
     "attach": ("tui", "run_attach"),
     "replay": ("tui", "run_replay"),
     "record": ("record", "run_record"),
+    "fleet": ("fleet", "run_fleet"),
     "memcheck": ("memcheck", "run_memcheck"),
     "memprobe": ("memcheck", "run_memprobe"),
     "bench": ("bench", "run_bench"),

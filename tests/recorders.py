@@ -22,6 +22,7 @@ from typing import TypeVar
 import pytest
 
 from cuzktui.supervisor import free_loopback_port
+from cuzktui.system import MemoryCgroup
 from tests.conftest import alive
 
 T = TypeVar("T")
@@ -78,18 +79,18 @@ class Recorder:
     def stderr(self) -> str:
         return self.stderr_path.read_text(errors="replace")
 
-    def daemon_pids(self) -> list[int]:
-        pids = []
+    def _launches(self) -> list[dict[str, object]]:
         try:
             lines = (self.session / "events.jsonl").read_text().splitlines()
         except OSError:
             return []
-        for line in lines:
-            if '"DaemonLaunched"' in line:
-                pid = json.loads(line).get("pid")
-                if isinstance(pid, int):
-                    pids.append(pid)
-        return pids
+        return [json.loads(line) for line in lines if '"DaemonLaunched"' in line]
+
+    def daemon_pids(self) -> list[int]:
+        return [pid for launch in self._launches() if isinstance(pid := launch.get("pid"), int)]
+
+    def cgroups(self) -> list[Path]:
+        return [Path(path) for launch in self._launches() if isinstance(path := launch.get("cgroup_path"), str)]
 
 
 @pytest.fixture
@@ -126,3 +127,6 @@ def recorders(tmp_path: Path) -> Iterator[Callable[..., Recorder]]:
         for pid in recorder.daemon_pids():
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
+        for path in recorder.cgroups():  # a killed recorder could not remove its daemon's cgroup
+            if path.exists():
+                MemoryCgroup.at(path).remove(timeout=30)

@@ -1,0 +1,41 @@
+"""``cuzk-tui record`` and ``cuzk-tui fleet``: usage errors are refused (exit 2) before anything starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cuzktui.cli import main
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["record", "--attach", "127.0.0.1:9820", "--engine"], "--attach watches a running daemon"),
+        (["record", "--attach", "127.0.0.1:9820", "--log", "a", "--journal", "b"], "--log and --journal"),
+        (["record", "--engine", "--metrics", "host:"], "--metrics 'host:'"),
+        (["record", "--engine", "--keep", "soon"], "'soon' is not an age"),
+        (["record", "--engine", "--run-bench", "porep:0:1"], "--run-bench"),
+        (["fleet"], "give --prometheus URL or --hosts FILE"),
+    ],
+)
+def test_usage_errors_exit_2_and_say_why(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_listening_on_every_interface_is_warned_about(capsys: pytest.CaptureFixture[str]) -> None:
+    # The warning comes while the arguments are checked, before a bad --keep stops the run.
+    assert main(["record", "--engine", "--metrics", "0.0.0.0:9920", "--keep", "soon"]) == 2
+    assert "every interface" in capsys.readouterr().err
+
+
+def test_fleet_json_of_a_box_that_does_not_answer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from cuzktui.supervisor import free_loopback_port
+
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text(f'[[box]]\nname = "gone"\nmetrics = "127.0.0.1:{free_loopback_port()}"\n')
+    assert main(["fleet", "--hosts", str(hosts), "--json", "--timeout", "2"]) == 0
+    out = capsys.readouterr().out
+    assert '"state": "not seen yet"' in out and "refused" in out.lower()

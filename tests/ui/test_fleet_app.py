@@ -1,0 +1,74 @@
+"""``cuzk-tui fleet`` over real recorders: engines emulating boxes of different sizes, one killed mid-test."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+
+from cuzktui.fleet import FleetMonitor, load_hosts
+from cuzktui.fleet_sources import EndpointSource
+from cuzktui.ui.fleet_app import FleetApp
+from tests.conftest import require_engine
+from tests.recorders import Recorder, recorders
+
+__all__ = ["recorders"]  # the fixture, imported for this module's tests
+
+PROFILES = (128, 256, 512)
+
+
+async def until(pilot: Pilot[None], what: str, check: Callable[[], bool], timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+        await pilot.pause(0.1)
+
+
+@pytest.mark.slow
+async def test_a_killed_box_is_marked_unreachable_and_the_others_stay_live(
+    recorders: Callable[..., Recorder], tmp_path: Path
+) -> None:
+    require_engine()
+    boxes = {f"box{gib}": recorders(f"box{gib}", "--profile", str(gib), fast_memory=False) for gib in PROFILES}
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text(
+        "".join(
+            f'[[box]]\nname = "{name}"\nmetrics = "127.0.0.1:{r.port}"\nprice_per_hour = {n + 1}.5\n'
+            f'attach = "cuzk-tui attach unix://{r.session.parent / "cuzk.sock"}"\n'
+            for n, (name, r) in enumerate(boxes.items())
+        )
+    )
+    monitor = FleetMonitor(load_hosts(hosts), EndpointSource(timeout=2.0))
+    app = FleetApp(monitor, poll_interval=0.3, source_label="test")
+    async with app.run_test(size=(180, 20)) as pilot:
+
+        def state(name: str) -> str:
+            return app.row_of(name)[1]
+
+        def all_up() -> bool:
+            for r in boxes.values():
+                assert r.proc.poll() is None, r.stderr()
+            return all(state(name) == "up" and app.row_of(name)[4] != "—" for name in boxes)
+
+        await until(pilot, "every box up with its memory figures", all_up)
+        before = {name: app.row_of(name) for name in boxes}
+
+        victim = boxes["box256"]
+        victim.proc.kill()
+        victim.proc.wait(timeout=30)
+        polls = app.polls
+        await until(pilot, "box256 marked unreachable", lambda: state("box256").startswith("unreachable"), 60)
+        # The view kept polling, and the live boxes stay up.
+        await until(pilot, "two more polls", lambda: app.polls >= polls + 2, 60)
+        assert state("box128") == "up" and state("box512") == "up"
+        row = app.row_of("box256")
+        assert "stale" in row[1]
+        assert row[4] == before["box256"][4]  # its last good RSS / limit, kept
+        assert row[-1] != ""  # why it is unreachable
+        views = {v.box.name: v for v in monitor.views}
+        assert monitor.open_command(views["box256"]) == "box256 is unreachable: its dashboard cannot be opened now"
+        assert monitor.open_command(views["box512"])[:2] == ("cuzk-tui", "attach")
