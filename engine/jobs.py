@@ -111,6 +111,7 @@ class Job:
     split_at: float | None = None
     partitions: list[Partition] = field(default_factory=list)
     failed: bool = False
+    holds_srs: bool = False  # a reference on its circuit's SRS, dropped when the job ends
     completed_at: float | None = None  # when status.rs job_completed was told (partitioned only)
     # Partition proofs the parsed input holds (None: all the circuit needs); a partition beyond
     # them fails its synthesis as upstream's does.

@@ -551,6 +551,7 @@ class Engine:
             self._fail(job, f"{'C1' if porep else 'SnapDeals'} parse failed: {error}")
             return
         await self.residency.acquire_srs(facts.circuit_id)
+        job.holds_srs = True
         job.split_at = time.monotonic()
         snap = facts.kind is ProofKind.SNAP_DEALS_UPDATE
         # engine.rs process_batch: register with the status tracker and the assembler (both keyed
@@ -766,7 +767,7 @@ class Engine:
             self._drop_item(dropped)
             if dropped.partition is None:
                 for job in dropped.jobs:
-                    self.residency.release_srs(job.facts.circuit_id)
+                    self._release_srs(job)
 
     def _partition_failed(self, job: Job, p: int, error: str) -> None:
         """engine.rs synthesis worker, ``Ok(Err(e))`` branch, with status.rs's leaks: the partition
@@ -781,7 +782,6 @@ class Engine:
         assembler = self.assemblers.get(job.job_id)
         if assembler is not None and not assembler.failed:
             assembler.failed = True
-            self.residency.release_srs(job.facts.circuit_id)  # the partitions' SRS references go
             self._fail(job, f"partition {p} synthesis failed: {error}")
 
     async def _checkout_pinned(self, circuit_id: str, constraints: int, span: tuple[Span, ...]) -> list[PinnedBuffer]:
@@ -849,8 +849,9 @@ class Engine:
         abc, aux = await self._grow_synthesis(timemodel.SYNTH_S[facts.kind], RssShape.of(facts), circuits)
         synth_ms = ms_since(started)
         self.log.info(tracing.PIPELINE, lines.done, ("synth_ms", synth_ms), *lines.done_fields, span=(lines.span,))
-        for _ in batch:
+        for job in batch:
             await self.residency.acquire_srs(facts.circuit_id)
+            job.holds_srs = True
         self.log.timeline("SYNTH_END", first.job_id, f"synth_ms={synth_ms}")
         self.residency.start_extraction(facts)
         self.log.info(
@@ -1200,7 +1201,15 @@ class Engine:
                     continue
             self._complete(job, JobResult(Status.COMPLETED, proof, "", queue_ms, item.synth_ms, gpu_ms, total_ms))
 
+    def _release_srs(self, job: Job) -> None:
+        """The job's SRS reference goes once its work is over, whatever the outcome (upstream's
+        work items hold an Arc of the SRS and drop it with themselves), so the SRS can be evicted."""
+        if job.holds_srs:
+            job.holds_srs = False
+            self.residency.release_srs(job.facts.circuit_id)
+
     def _complete(self, job: Job, result: JobResult) -> None:
+        self._release_srs(job)
         display = job.facts.display
         c = self.counters
         if result.status is Status.COMPLETED:
@@ -1208,7 +1217,6 @@ class Engine:
             c.completed_by_kind[display] = c.completed_by_kind.get(display, 0) + 1
             window = c.durations.setdefault(display, deque(maxlen=DURATION_WINDOW))
             window.append(result.total_ms / 1000)
-            self.residency.release_srs(job.facts.circuit_id)
         else:
             c.failed += 1
             c.failed_by_kind[display] = c.failed_by_kind.get(display, 0) + 1

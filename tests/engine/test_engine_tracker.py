@@ -337,6 +337,7 @@ async def test_a_partition_failure_leaks_in_the_status_tracker_as_upstreams_does
     assert document["counters"]["total_failed"] == 0
     status = await service.GetStatus(pb.GetStatusRequest(), Context())
     assert status.total_proofs_failed == 1
+    assert [entry.refcount for entry in e.residency.srs.values()] == [0]
 
 
 async def test_a_snapdeals_batch_fails_every_request_at_the_split(make_engine: Factory, captured: Captured) -> None:
@@ -345,6 +346,7 @@ async def test_a_snapdeals_batch_fails_every_request_at_the_split(make_engine: F
     results = await asyncio.wait_for(asyncio.gather(*(e.prove(r) for r in snap)), 60)
     error = "proof bytes length mismatch: got 3072, expected 0 (0 partitions × 192 bytes)"
     assert [(r.status, r.error) for r in results] == [(Status.FAILED, f"proof split failed: {error}")] * 2
+    assert [entry.refcount for entry in e.residency.srs.values()] == [0]  # failed, but the SRS is free to go
     (line,) = captured.messages(msg.SPLIT_BATCH_FAILED)
     assert line.endswith(f"ERROR cuzk_core::engine: {msg.SPLIT_BATCH_FAILED} error={error}")
     # Only the first request was synthesised, under its own span.
