@@ -34,6 +34,28 @@ class BenchRequest:
     concurrency: int
     input_path: str | None = None
     oom_retries: int = 3
+    # What goes into each request beside the input, as cuzk-bench batch's flags (None: from the
+    # input file, else the default; see cuzktui.bench.RequestParams).
+    miner_id: int | None = None
+    sector_num: int | None = None
+    registered_proof: int | None = None
+    randomness: bytes | None = None
+    comm_r_old: bytes | None = None
+    comm_r_new: bytes | None = None
+    comm_d_new: bytes | None = None
+
+    def request_flags(self) -> list[str]:
+        """The ``cuzk-tui bench`` flags (cuzk-bench batch's spellings) for the request fields set."""
+        flags: list[str] = []
+        for name in ("miner_id", "sector_num", "registered_proof"):
+            number: int | None = getattr(self, name)
+            if number is not None:
+                flags += [f"--{name.replace('_', '-')}", str(number)]
+        for name in ("randomness", "comm_r_old", "comm_r_new", "comm_d_new"):
+            value: bytes | None = getattr(self, name)
+            if value is not None:
+                flags += [f"--{name.replace('_', '-')}", value.hex()]
+        return flags
 
 
 @dataclass(frozen=True, slots=True)

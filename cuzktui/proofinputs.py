@@ -457,11 +457,14 @@ def read_vanilla(data: bytes) -> list[bytes]:
 
 
 def parse_hex32(text: str, name: str) -> bytes:
-    """A hex flag value as cuzk-bench decodes it; PoSt randomness must be 32 bytes (``parse_randomness_hex``)."""
+    """A 32-byte hex value (randomness, a commitment) in cuzk-bench's words when it is not one."""
     try:
-        return bytes.fromhex(text)
+        value = bytes.fromhex(text)
     except ValueError:
         raise InputError(f"invalid hex for --{name}") from None
+    if len(value) != 32:
+        raise InputError(f"{name} must be exactly 32 bytes, got {len(value)}")
+    return value
 
 
 # The files ``cuzk-engine sample-inputs`` writes; the vanilla ones have cuzk-bench's default names.

@@ -89,3 +89,23 @@ def test_snapshot_bench(snap_compare: object) -> None:
     fake = FakeController()
     fake.model.apply_all(bench_events())
     assert snap_compare(make_app(fake), terminal_size=(120, 40))  # type: ignore[operator]
+
+
+async def test_the_request_fields_go_with_the_benchmark() -> None:
+    fake = FakeController()
+    app = make_app(fake)
+    async with app.run_test(size=(160, 40)) as pilot:
+        screen = screen_of(app)
+        screen.query_one("#bench-miner_id", Input).value = "4242"
+        screen.query_one("#bench-sector_num", Input).value = "9"
+        screen.query_one("#bench-comm_r_old", Input).value = "ab" * 32
+        await pilot.press("ctrl+s")
+        await app.workers.wait_for_complete()
+        (request,) = fake.benches
+        assert (request.miner_id, request.sector_num, request.registered_proof) == (4242, 9, None)
+        assert request.comm_r_old == b"\xab" * 32 and request.randomness is None
+        assert request.request_flags() == ["--miner-id", "4242", "--sector-num", "9", "--comm-r-old", "ab" * 32]
+        screen.query_one("#bench-randomness", Input).value = "abcd"
+        await pilot.press("ctrl+s")
+        await app.workers.wait_for_complete()
+        assert len(fake.benches) == 1  # a short randomness starts nothing

@@ -20,11 +20,22 @@ from ... import events as ev
 from ...controller import BenchRequest, Controller
 from ...daemon_facts import CLI_KINDS
 from ...model import BenchState
+from ...proofinputs import InputError, parse_hex32
 from ..widgets.header import screen_header
 
 COLUMNS = ("#", "job id", "status", "queue s", "synth s", "GPU s", "total s", "wall s", "note")
 NOTE_WIDTH = 44
 _STATUS_STYLE = {"COMPLETED": "green", "FAILED": "bold red", "LOST": "bold red"}
+
+
+# (label, BenchRequest field) of the request fields the form offers beside the input file.
+REQUEST_NUMBERS = (("miner id", "miner_id"), ("sector", "sector_num"), ("reg. proof", "registered_proof"))
+REQUEST_HEX = (
+    ("randomness (PoSt)", "randomness"),
+    ("comm_r_old", "comm_r_old"),
+    ("comm_r_new", "comm_r_new"),
+    ("comm_d_new", "comm_d_new"),
+)
 
 
 def seconds(ms: int) -> str:
@@ -108,7 +119,10 @@ class BenchScreen(Screen[None]):
         #bench-form > Vertical { width: 14; height: auto; margin-right: 1; }
         #bench-form > #bench-kind-col { width: 18; }
         #bench-form > #bench-input-col { width: 1fr; margin-right: 0; }
-        #bench-form Label { color: $text-muted; }
+        #bench-form Label, #bench-request Label { color: $text-muted; }
+        #bench-request { height: auto; padding: 0 1; }
+        #bench-request > Vertical { width: 12; height: auto; margin-right: 1; }
+        #bench-request > .hex { width: 1fr; }
         #bench-progress { height: 1; margin: 1 1 0 1; }
         #bench-summary { height: auto; padding: 0 1; margin-bottom: 1; }
         #bench-results { height: 1fr; }
@@ -149,6 +163,16 @@ class BenchScreen(Screen[None]):
                     id="bench-input",
                     disabled=disabled,
                 )
+        # The request fields cuzk-bench batch takes as flags; blank = from the input file, else the default.
+        with Horizontal(id="bench-request"):
+            for label, field in REQUEST_NUMBERS:
+                with Vertical():
+                    yield Label(label)
+                    yield Input(placeholder="auto", type="integer", id=f"bench-{field}", disabled=disabled)
+            for label, field in REQUEST_HEX:
+                with Vertical(classes="hex"):
+                    yield Label(label)
+                    yield Input(placeholder="32-byte hex", id=f"bench-{field}", disabled=disabled)
         # A known total from the start: an indeterminate bar animates, repainting every frame over SSH.
         yield ProgressBar(total=1, show_eta=False, id="bench-progress")
         yield Static("No benchmark yet: set the inputs and press ctrl+s.", id="bench-summary")
@@ -187,7 +211,35 @@ class BenchScreen(Screen[None]):
         if path is None and self.controller.identity.mode != "engine":
             self.notify("the real daemon needs an input file to prove", severity="error")
             return None
-        return BenchRequest(str(kind), count, concurrency, path, retries)
+        numbers: dict[str, int | None] = {}
+        for label, field in REQUEST_NUMBERS:
+            text = self.query_one(f"#bench-{field}", Input).value.strip()
+            if text and not text.isdigit():
+                self.notify(f"{label} must be a whole number ≥ 0, got {text!r}", severity="error")
+                return None
+            numbers[field] = int(text) if text else None
+        values: dict[str, bytes | None] = {}
+        for _, field in REQUEST_HEX:
+            text = self.query_one(f"#bench-{field}", Input).value.strip()
+            try:
+                values[field] = parse_hex32(text, field.replace("_", "-")) if text else None
+            except InputError as error:
+                self.notify(str(error), severity="error")
+                return None
+        return BenchRequest(
+            str(kind),
+            count,
+            concurrency,
+            path,
+            retries,
+            miner_id=numbers["miner_id"],
+            sector_num=numbers["sector_num"],
+            registered_proof=numbers["registered_proof"],
+            randomness=values["randomness"],
+            comm_r_old=values["comm_r_old"],
+            comm_r_new=values["comm_r_new"],
+            comm_d_new=values["comm_d_new"],
+        )
 
     def action_start(self) -> None:
         if self.controller.bench_running():
