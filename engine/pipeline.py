@@ -278,7 +278,7 @@ class Engine:
         )
         if not c.pipeline_enabled:
             # engine.rs start(): each worker logs its start from inside its spawned task, so the
-            # line comes after msg.ENGINE_STARTED and after the daemon's listen lines.
+            # line comes after "cuzk engine started" and after the daemon's listen lines.
             for worker in self.workers:
                 self._spawn(self._legacy_worker(worker))
             log.info(tracing.ENGINE, msg.ENGINE_STARTED, ("num_workers", len(self.workers)), ("pipeline", False))

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Final
+from collections.abc import Awaitable
+from typing import Any, Final, TypeVar
 
 import grpc
 
@@ -18,6 +19,7 @@ from .pipeline import Engine
 from .srs import UnknownCircuit
 from .views import metrics_text
 
+T = TypeVar("T")
 MESSAGE_LIMIT: Final = 128 * 1024 * 1024
 # grpcio would reject oversized requests itself with another code and text; it accepts up to
 # this much so the servicer can answer exactly like tonic does.
@@ -87,13 +89,13 @@ class ProvingService(proving_pb2_grpc.ProvingEngineServicer):
             ("input_size", len(msg.vanilla_proof)),
         )
 
-    async def _answer(self, waiter: asyncio.Future[JobResult], context: Any) -> JobResult:
-        """Waits for this caller's own waiter. A grpc-timeout that runs out on the server ends the
-        call as tonic's timeout layer does (CANCELLED, msg.TIMEOUT_EXPIRED); the job goes on, like
-        an abandoned waiter's does upstream (engine.rs: only the dropped receiver goes away)."""
+    async def _within_deadline(self, pending: Awaitable[T], context: Any) -> T:
+        """A grpc-timeout that runs out on the server ends the call as tonic's timeout layer does
+        (CANCELLED, "Timeout expired"). What is awaited is dropped, as tonic drops the handler's
+        future: a Prove's own waiter (the job goes on: engine.rs drops only that receiver)."""
         remaining = context.time_remaining()
         try:
-            return await asyncio.wait_for(waiter, remaining) if remaining is not None else await waiter
+            return await asyncio.wait_for(pending, remaining) if remaining is not None else await pending
         except TimeoutError:
             await context.abort(grpc.StatusCode.CANCELLED, msg.TIMEOUT_EXPIRED)
             raise AssertionError("abort returns only by raising") from None
@@ -110,7 +112,7 @@ class ProvingService(proving_pb2_grpc.ProvingEngineServicer):
         if found is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"job not found: {request.job_id}")
             raise AssertionError("abort returns only by raising")
-        result = found if isinstance(found, JobResult) else await self._answer(found, context)
+        result = found if isinstance(found, JobResult) else await self._within_deadline(found, context)
         return _response(request.job_id, result)
 
     async def Prove(self, request: pb.ProveRequest, context: Any) -> pb.ProveResponse:
@@ -119,7 +121,7 @@ class ProvingService(proving_pb2_grpc.ProvingEngineServicer):
         submit = request.submit
         self._log_arrival(msg.RPC_PROVE, submit)
         await self._check_submit(submit, context)
-        result = await self._answer(self.engine.prove(_request(submit)), context)
+        result = await self._within_deadline(self.engine.prove(_request(submit)), context)
         # Prove echoes the request id, so a generated UUID is not returned (reference §1.5).
         return pb.ProveResponse(result=_response(submit.request_id, result))
 
@@ -169,7 +171,10 @@ class ProvingService(proving_pb2_grpc.ProvingEngineServicer):
     async def PreloadSRS(self, request: pb.PreloadSrsRequest, context: Any) -> pb.PreloadSrsResponse:
         self.log.info(tracing.SERVICE, msg.RPC_PRELOAD, ("circuit_id", request.circuit_id))
         try:
-            already, load_ms = await self.engine.residency.acquire_srs(request.circuit_id, preload=True)
+            # engine.rs preload_srs loads on a blocking thread, which a timed-out call leaves
+            # running: the SRS ends up loaded but not recorded in loaded_srs.
+            load = asyncio.ensure_future(self.engine.residency.acquire_srs(request.circuit_id, preload=True))
+            already, load_ms = await self._within_deadline(asyncio.shield(load), context)
         except UnknownCircuit:
             await context.abort(grpc.StatusCode.INTERNAL, f"unknown circuit ID: {request.circuit_id}")
             raise AssertionError("abort returns only by raising") from None

@@ -397,3 +397,16 @@ async def test_the_batch_collector_flushes_on_a_new_kind_and_is_preempted_by_pos
     assert (await asyncio.wait_for(second, 60)).status is Status.COMPLETED
     assert processing("synth_batch_full{batch_size=1 proof_kind=porep-c2}")
     assert not processing("synth_batch_full{batch_size=1 proof_kind=snap-update}")  # still waiting
+
+
+async def test_a_preload_cut_by_its_deadline_still_loads_but_is_not_listed(make_engine: Factory) -> None:
+    e = await make_engine(time_scale=0.01)
+    service = ProvingService(e)
+    cut = Context(remaining=0.001)
+    with pytest.raises(grpc.aio.AbortError):
+        await service.PreloadSRS(pb.PreloadSrsRequest(circuit_id="porep-32g"), cut)
+    assert cut.aborted == (grpc.StatusCode.CANCELLED, msg.TIMEOUT_EXPIRED)
+    await until(lambda: "porep-32g" in e.residency.srs, "the load to finish anyway")
+    again = await service.PreloadSRS(pb.PreloadSrsRequest(circuit_id="porep-32g"), Context())
+    assert again.already_loaded
+    assert list((await service.GetStatus(pb.GetStatusRequest(), Context())).loaded_srs) == []
