@@ -171,7 +171,9 @@ KNOBS: Final[tuple[Knob, ...]] = (
         "Cap on the memory the daemon reserves for SRS, PCE and partition syntheses; it caps reservations, not "
         "RSS. Exactly 'auto' (lower case) means MemTotal from /proc/meminfo minus safety_margin: inside a "
         "container that is the host's RAM, not the cgroup limit, so set an explicit size under a memory limit. "
-        "A size string such as 200GiB is used as is (no margin). Each running PoRep partition reserves 14 GiB.",
+        "A size string such as 200GiB is used as is (no margin). Each running PoRep partition reserves 14 GiB, and "
+        "the SRS of a kind in use stays charged: below SRS + one partition (PoRep 58 GiB, SnapDeals 42 GiB, "
+        "WindowPoSt 71 GiB) that kind is never proved. With pipeline.enabled = false nothing is reserved.",
         units="bytes",
     ),
     Knob(

@@ -100,6 +100,9 @@ def test_defaults_pass_validation_without_errors(k: Knob) -> None:
 
 def test_help_says_what_really_happens() -> None:
     assert "cgroup" in knob("memory.total_budget").help
+    # The floors the help quotes are the fact table's (SRS + one partition's reservation).
+    for kind in list(KINDS.values())[:3]:
+        assert f"{kind.title} {kind.budget_floor // GiB} GiB" in knob("memory.total_budget").help
     assert "0 means 18" in knob("pipeline.max_parallel_synthesis").help
     assert all(k.summary and k.help for k in KNOBS)
 
