@@ -39,3 +39,23 @@ def test_fleet_json_of_a_box_that_does_not_answer(tmp_path: Path, capsys: pytest
     assert main(["fleet", "--hosts", str(hosts), "--json", "--timeout", "2"]) == 0
     out = capsys.readouterr().out
     assert '"state": "not seen yet"' in out and "refused" in out.lower()
+
+
+def test_metrics_reach_the_live_options_of_attach_and_record(tmp_path: Path) -> None:
+    from cuzktui.cli import build_parser
+    from cuzktui.commands.record import record_options
+    from cuzktui.commands.tui import attach_options
+
+    parser = build_parser()
+    session = ["--session", str(tmp_path)]
+    for argv in (["attach", "127.0.0.1:9820", "--metrics", "9920", *session],
+                 ["--metrics", "9920", "attach", "127.0.0.1:9820", *session]):  # fmt: skip
+        assert attach_options(parser.parse_args(argv)).metrics_address == ("127.0.0.1", 9920)
+    options = record_options(
+        parser.parse_args(["record", "--engine", "--metrics", ":9921", "--profile", "256", "--run-bench", "porep:2:2"])
+    )
+    assert options.metrics_address == ("127.0.0.1", 9921)
+    assert options.program is not None and options.program.mode == "engine"
+    assert options.profile_gib == 256 and options.run_bench is not None and options.run_bench.count == 2
+    attached = record_options(parser.parse_args(["record", "--attach", "unix:///run/cuzk.sock", "--journal", "cuzk"]))
+    assert attached.program is None and attached.attach is not None and attached.attach.journal_unit == "cuzk"

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from cuzktui.fleet import Reading
+from cuzktui.fleet_sources import PrometheusSource
 from cuzktui.supervisor import free_loopback_port
 from tests.conftest import require_engine
 from tests.recorders import Recorder, recorders, wait_for
@@ -123,6 +125,14 @@ def test_prometheus_scrapes_a_recorded_benchmark(
     assert server.value('cuzk_phase_duration_seconds_count{phase="gpu"}') is not None
     # The rules load in a real server (the CuzkOomKilled alert exists and has not fired).
     assert server.query('ALERTS{alertname="CuzkOomKilled"}') == []
+
+    # The fleet view reads the same figures through the server's HTTP API.
+    fleet = PrometheusSource(server.base)
+    (target,) = fleet.discover()
+    assert target.instance == f"127.0.0.1:{box.port}"
+    reading = fleet.fetch_all([target], 0.0)[target.name]
+    assert isinstance(reading, Reading), reading
+    assert reading.daemon_up and reading.completed == 2 and reading.rss_bytes is not None and reading.rss_bytes > 0
 
     scraped = box.scrape()
     assert scraped is not None
