@@ -274,7 +274,7 @@ def families(s: MetricsSnapshot) -> Iterator[Metric]:
     yield info
     yield GaugeMetricFamily("cuzk_daemon_up", "1 while the daemon answers, else 0", value=int(s.daemon_up))
     yield CounterMetricFamily(
-        "cuzk_daemon_restarts", "Daemon launches after the first (config changes, OOM recoveries)",
+        "cuzk_daemon_restarts", "Daemon launches after the first (config changes, OOM recoveries, benchmark hand-overs)",
         value=max(s.launches - 1, 0),
     )  # fmt: skip
     exits = CounterMetricFamily("cuzk_daemon_exits", "Daemon exits by cause", labels=["cause"])

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import DataTable
 
-from cuzktui.fleet import FleetMonitor, load_hosts
+from cuzktui.fleet import Box, FleetMonitor, Reading, load_hosts
 from cuzktui.fleet_sources import EndpointSource
 from cuzktui.ui.fleet_app import FleetApp
 from tests.conftest import require_engine
@@ -72,3 +73,35 @@ async def test_a_killed_box_is_marked_unreachable_and_the_others_stay_live(
         views = {v.box.name: v for v in monitor.views}
         assert monitor.open_command(views["box256"]) == "box256 is unreachable: its dashboard cannot be opened now"
         assert monitor.open_command(views["box512"])[:2] == ("cuzk-tui", "attach")
+
+
+class _Scripted:
+    def __init__(self, answers: dict[str, Reading | str]) -> None:
+        self.answers = answers
+
+    def fetch_all(self, boxes: Sequence[Box], now: float) -> dict[str, Reading | str]:
+        return {b.name: self.answers[b.name] for b in boxes}
+
+
+async def test_sort_keys_reorder_and_enter_on_an_unreachable_box_says_why() -> None:
+    answers: dict[str, Reading | str] = {
+        "a": Reading(0.0, True, completed=0, rss_bytes=1.0, limit_bytes=4.0),
+        "b": Reading(0.0, True, completed=0, rss_bytes=3.0, limit_bytes=4.0),
+        "c": "connection refused",
+    }
+    boxes = [Box(name, attach=("true",)) for name in answers]
+    app = FleetApp(FleetMonitor(boxes, _Scripted(answers)), poll_interval=60.0)
+    async with app.run_test(size=(180, 20)) as pilot:
+        await until(pilot, "the first poll", lambda: app.polls >= 1, 30)
+        table = app.query_one(DataTable)
+
+        def order() -> list[str]:
+            return [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+
+        assert order() == ["a", "b", "c"]
+        await pilot.press("s", "s", "s", "s")  # name -> state -> proofs/h -> price -> memory
+        assert app.sort_key == "memory"
+        await pilot.press("r")
+        assert order() == ["b", "a", "c"]  # 75 % before 25 %, the unknown last
+        await pilot.press("down", "down", "enter")
+        assert [n.message for n in app._notifications] == ["c is not seen yet: its dashboard cannot be opened now"]
