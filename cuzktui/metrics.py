@@ -273,10 +273,8 @@ def families(s: MetricsSnapshot) -> Iterator[Metric]:
     info.add_metric([], {"mode": s.mode or "none"})
     yield info
     yield GaugeMetricFamily("cuzk_daemon_up", "1 while the daemon answers, else 0", value=int(s.daemon_up))
-    yield CounterMetricFamily(
-        "cuzk_daemon_restarts", "Daemon launches after the first (config changes, OOM recoveries, benchmark hand-overs)",
-        value=max(s.launches - 1, 0),
-    )  # fmt: skip
+    restarts = "Daemon launches after the first (config changes, OOM recoveries, benchmark hand-overs)"
+    yield CounterMetricFamily("cuzk_daemon_restarts", restarts, value=max(s.launches - 1, 0))
     exits = CounterMetricFamily("cuzk_daemon_exits", "Daemon exits by cause", labels=["cause"])
     for cause, n in s.exits:
         exits.add_metric([cause], n)
