@@ -469,8 +469,9 @@ _FAILURE_MESSAGES: Final = (
     "GPU proving failed",
     M.PROOF_FAILED,
     M.PROVE_FAILED,
-    "Phase 7: C1 parse/SRS load failed",
-    "SnapDeals parse/SRS load failed",
+    M.C1_PARSE_FAILED,
+    M.SNAP_PARSE_FAILED,
+    M.SYNTHESIS_TASK_PANICKED,
     "Phase 7: C1 parse task panicked",
     "proof task panicked",
     "GPU proving task panicked",
@@ -480,12 +481,15 @@ _FAILURE_MESSAGES: Final = (
 # The PoRep self-check verdicts (engine.rs: the partitioned path's "Phase 7", the slotted path's
 # "Phase 6", ``process_monolithic_result``'s single-sector and batched paths). The proof line
 # before each of them is logged before the check runs.
-_SELF_CHECK_PATHS: Final = ("Phase 7: PoRep", "Phase 6: PoRep", "Pipeline single-sector PoRep", "Batched PoRep")
-_SELF_CHECK_PASSED: Final = tuple(f"{path} proof self-check PASSED" for path in _SELF_CHECK_PATHS)
+_SELF_CHECK_SITES: Final = (
+    M.SELF_CHECK_PARTITIONED,
+    "Phase 6: PoRep proof self-check",  # the slotted path (engine.rs), which the engine does not run
+    M.SELF_CHECK_SINGLE,
+    M.SELF_CHECK_BATCHED,
+)
+_SELF_CHECK_PASSED: Final = tuple(f"{site} PASSED" for site in _SELF_CHECK_SITES)
 _SELF_CHECK_FAILED: Final = tuple(
-    f"{path} proof self-check {verdict} — proof will NOT be returned to caller"
-    for path in _SELF_CHECK_PATHS
-    for verdict in ("FAILED", "error")
+    f"{site} {verdict}{M.SELF_CHECK_REJECTED_SUFFIX}" for site in _SELF_CHECK_SITES for verdict in ("FAILED", "error")
 )
 
 # Exact message -> builder. Prefix-matched messages are handled in _classify.

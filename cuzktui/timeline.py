@@ -967,9 +967,7 @@ _HANDLERS: Final[dict[type[Any], Callable[[Timeline, Any], bool]]] = {
 }
 
 # engine.rs: the dispatcher's failures between dequeue and the first synthesis (no job id).
-_PARSE_FAILURES: Final = frozenset(
-    {"Phase 7: C1 parse/SRS load failed", "Phase 7: C1 parse task panicked", "SnapDeals parse/SRS load failed"}
-)
+_PARSE_FAILURES: Final = frozenset({M.C1_PARSE_FAILED, "Phase 7: C1 parse task panicked", M.SNAP_PARSE_FAILED})
 _SYNTH_COMPLETE: Final = frozenset({M.PARTITION_SYNTH_COMPLETE, M.SNAP_PARTITION_SYNTH_COMPLETE})
 
 

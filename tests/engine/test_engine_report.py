@@ -1,15 +1,18 @@
 """The report (and the one reader behind replay and export) on logs the engine wrote imitating upstream:
-a batch, monolithic mode (also as a bare log), a job dropped by the monolithic GPU queue."""
+a batch, monolithic mode (also as a bare log), a job dropped by the monolithic GPU queue, a proof
+rejected by the self-check after its assembly."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
+from cuzktui.daemon_facts import ProofKind
 from cuzktui.proto import proving_pb2 as pb
 from cuzktui.report import build_report
 from cuzktui.session import load_session
-from engine.jobs import Status
+from engine.jobs import ProofRequest, Status
+from tests.conftest import small_c1
 from tests.engine.engine_harness import Captured, porep_request
 from tests.engine.test_engine_tracker import Factory, make_engine, porep, post, until
 
@@ -69,3 +72,20 @@ def test_the_engines_bare_log_in_monolithic_mode_replays_and_reports(engine_fact
     data = build_report(model, str(engine.stdout_path))
     assert data["engine_time"]  # its figures are the emulated box's, and the report says so
     assert {j["job_id"]: j["status"] for j in data["jobs"]} == {"mono-1": "completed", "mono-bad": "failed"}
+
+
+async def test_a_proof_the_engines_self_check_rejects_is_failed_after_assembly(
+    make_engine: Factory, captured: Captured
+) -> None:
+    e = await make_engine()
+    good = ProofRequest(
+        "porep-1000-1", ProofKind.POREP_SEAL_COMMIT, vanilla_proof=small_c1(), sector_number=1, miner_id=1000
+    )
+    other = ProofRequest(
+        "porep-2000-1", ProofKind.POREP_SEAL_COMMIT, vanilla_proof=small_c1(), sector_number=1, miner_id=2000
+    )
+    results = [await asyncio.wait_for(e.prove(request), 60) for request in (good, other)]
+    assert [r.status for r in results] == [Status.COMPLETED, Status.FAILED]
+    jobs = {j["job_id"]: j for j in report(captured)["jobs"]}
+    assert jobs["porep-1000-1"]["status"] == "completed"
+    assert jobs["porep-2000-1"]["status"] == "failed" and "self-check" in jobs["porep-2000-1"]["reason"]
