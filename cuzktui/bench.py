@@ -8,10 +8,16 @@ TUI can follow it from the session files.
 
 Proofs go through ``Prove`` (submit and wait in one call, as Curio and cuzk-bench do), with
 Curio-style request ids. When the daemon dies under the benchmark and the supervisor
-diagnoses an OOM kill, the runner lowers ``[memory].total_budget`` — from ``"auto"`` to the
-cgroup-aware budget of the memory limit, then by a further 10 % at each later OOM kill —
-restarts the daemon with that config version, and resubmits every proof that had not
-finished, up to ``oom_retries`` times. Any other death fails the run with the diagnosis.
+diagnoses an OOM kill, the runner asks :func:`cuzktui.diagnosis.oom_verdict` whether the budget
+caused it (above the memory limit, or reservations that fit the budget but not the cgroup beside
+the memory measured outside it). Only then does it lower ``[memory].total_budget`` to the value
+the evidence gives, restart the daemon with that config version and resubmit every proof that had
+not finished, up to ``oom_retries`` times; otherwise it stops and says what filled the cgroup.
+Any other death fails the run with the diagnosis.
+
+Times: a real daemon's figures are wall-clock time. An engine runs ``[engine] time_scale`` times
+faster than the box it models, so its figures are converted to the modelled box's time (real ÷
+time_scale) and labelled so: emulator speed is never shown as a GPU's.
 """
 
 from __future__ import annotations
@@ -29,25 +35,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
-import psutil
-
 from . import events as ev
 from . import proofinputs as pi
 from .client import DaemonCallError, DaemonDied, DaemonUnreachable
 from .config import ConfigDocument
 from .daemon_facts import BY_CLI_NAME, ProofKind
+from .diagnosis import client_view, oom_verdict
 from .knobs import TomlValue
 from .planner import cgroup_aware_budget
 from .proto import proving_pb2 as pb
 from .session import open_private_append
-from .supervisor import DaemonStartError, Supervisor, SupervisorError
-from .units import GiB, MiB, UnitError, parse_size
+from .supervisor import DaemonStartError, Supervisor, SupervisorError, gather_budget_facts
 
 DEFAULT_MINER: Final = 1000  # cuzk-bench's --miner-id default
 # Curio's ProveTimeout (reference §1.8).
 DEFAULT_PROOF_TIMEOUT_S: Final = 30 * 60.0
-# A later OOM kill lowers the budget by this factor.
-OOM_BUDGET_FACTOR: Final = 0.9
 # After the daemon's calls failed, how long to wait for the supervisor's exit diagnosis.
 _EXIT_DIAGNOSIS_WAIT_S: Final = 10.0
 
@@ -99,6 +101,23 @@ class BenchSummary:
     restarts: tuple[ev.BenchRestart, ...]
     session: str
     error: str | None = None
+    # None: a real daemon, figures in wall time; else the engine's time_scale, figures in box time.
+    time_scale: float | None = None
+    real_wall_s: float = 0.0  # wall_s as the clock here measured it
+    killed_s: float = 0.0  # of wall_s: daemon runs that were killed
+    restart_s: float = 0.0  # of wall_s: restarting the daemon after a kill
+
+    @property
+    def time_basis(self) -> str:
+        """Which clock the figures are on, in words."""
+        if self.time_scale is None:
+            return "wall clock"
+        scale = self.time_scale
+        return f"the modelled box's time (engine time_scale {scale:g}: real seconds × {1 / scale:g})"
+
+    def box_ms(self, ms: int) -> int:
+        """A duration the daemon reported, in the summary's time basis."""
+        return ms if self.time_scale is None else round(ms / self.time_scale)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -109,7 +128,12 @@ class BenchSummary:
             "outcome": self.outcome,
             "completed": self.completed,
             "failed": self.failed,
+            "time_basis": "modelled" if self.time_scale is not None else "wall",
+            "time_scale": self.time_scale,
             "wall_s": round(self.wall_s, 3),
+            "real_wall_s": round(self.real_wall_s, 3),
+            "killed_s": round(self.killed_s, 3),
+            "restart_s": round(self.restart_s, 3),
             "proofs_per_hour": round(self.proofs_per_hour, 3),
             "restarts": [
                 {
@@ -117,6 +141,7 @@ class BenchSummary:
                     "reason": r.reason,
                     "evidence": list(r.evidence),
                     "total_budget": r.total_budget,
+                    "explanation": r.explanation,
                     "resubmitted": r.resubmitted,
                 }
                 for r in self.restarts
@@ -126,11 +151,17 @@ class BenchSummary:
                     "job_id": p.job_id,
                     "status": p.status,
                     "error": p.error,
-                    "wall_ms": p.wall_ms,
-                    "total_ms": p.total_ms,
-                    "queue_wait_ms": p.queue_wait_ms,
-                    "synthesis_ms": p.synthesis_ms,
-                    "gpu_compute_ms": p.gpu_compute_ms,
+                    # Absent timings are null, not 0: the daemon never reported them.
+                    **{
+                        name: self.box_ms(value) if p.answered else None
+                        for name, value in (
+                            ("wall_ms", p.wall_ms),
+                            ("total_ms", p.total_ms),
+                            ("queue_wait_ms", p.queue_wait_ms),
+                            ("synthesis_ms", p.synthesis_ms),
+                            ("gpu_compute_ms", p.gpu_compute_ms),
+                        )
+                    },
                 }
                 for p in self.results
             ],
@@ -327,37 +358,11 @@ def set_config_value(config_text: str, section: str, key: str, value: TomlValue)
     return document.text()
 
 
-def format_budget(n: int) -> str:
-    """A size string the daemon reads exactly (whole GiB, or whole MiB below 1 GiB), rounded down."""
-    return f"{n // GiB}GiB" if n >= GiB else f"{max(1, n // MiB)}MiB"
-
-
-def _parse_budget(text: str) -> int | None:
-    try:
-        return parse_size(text)
-    except UnitError:
-        return None
-
-
-def lowered_budget(current: str, nominal_limit: int) -> str:
-    """The next ``total_budget`` after an OOM kill (see the module docstring)."""
-    if current.strip() == "auto":
-        return format_budget(cgroup_aware_budget(nominal_limit))
-    value = _parse_budget(current)
-    if value is None:  # the daemon would read an unparseable budget as 50 GiB (§3.9); start from the safe one
-        return format_budget(cgroup_aware_budget(nominal_limit))
-    return format_budget(int(value * OOM_BUDGET_FACTOR))
-
-
-def nominal_memory_limit(config_text: str, mode: str, real_limit: int | None) -> int:
-    """The memory the daemon lives in, in the daemon's units: the cgroup limit (or host RAM), divided
-    by ``[engine].memory_scale`` when the daemon is the engine (it allocates that fraction of every size).
-    """
-    limit = real_limit if real_limit is not None else psutil.virtual_memory().total
+def engine_time_scale(config_text: str, mode: str) -> float | None:
+    """``[engine] time_scale`` when the daemon is the engine (its default when unset); None for a real one."""
     if mode != "engine":
-        return limit
-    scale = float(config_value(config_text, "engine", "memory_scale"))
-    return int(limit / scale)
+        return None
+    return float(config_value(config_text, "engine", "time_scale"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -391,6 +396,8 @@ class BenchRunner:
         requests: Sequence[pb.SubmitProofRequest],
         bench_id: str,
         on_progress: Callable[[str], None] | None = None,
+        last_memory: Callable[[], ev.MemorySample | None] | None = None,
+        host_mem_total: int | None = None,
     ) -> None:
         self.supervisor = supervisor
         self.options = options
@@ -398,9 +405,15 @@ class BenchRunner:
         self.bench_id = bench_id
         self._requests = list(requests)
         self._on_progress = on_progress
+        # The last memory sample of the daemon (RSS and the budget in use): the OOM verdict's evidence.
+        self._last_memory = last_memory
+        self._host_mem_total = host_mem_total
         self._state = _State(unfinished=dict(enumerate(self._requests)))
         self._restarts: list[ev.BenchRestart] = []
         self._cancelled = asyncio.Event()
+        self._killed_s = 0.0
+        self._restart_s = 0.0
+        self._round_t = 0.0  # when the current daemon run's round began (time.time())
 
     def _emit(self, event: ev.ObservedEvent) -> None:
         self.supervisor.session.append_event(event)
@@ -423,26 +436,34 @@ class BenchRunner:
 
     async def run(self) -> BenchSummary:
         o = self.options
-        self._emit(ev.BenchStarted(time.time(), self.bench_id, o.kind, o.count, o.concurrency, o.oom_retries))
+        scale = engine_time_scale(self.config_text, self.supervisor.mode)
+        self._emit(ev.BenchStarted(time.time(), self.bench_id, o.kind, o.count, o.concurrency, o.oom_retries, scale))
         started = time.monotonic()
         error: str | None = None
         outcome: Literal["completed", "failed", "cancelled"] = "completed"
         while self._state.unfinished:
+            round_started = time.monotonic()
+            self._round_t = time.time()
             result = await self._run_round()
             if self._cancelled.is_set():
                 outcome = "cancelled"
                 break
             if result.exit is None and result.lost_contact is None:
                 continue
+            self._killed_s += time.monotonic() - round_started
+            restart_started = time.monotonic()
             error = await self._recover(result)
+            self._restart_s += time.monotonic() - restart_started
             if error is not None:
                 outcome = "failed"
                 break
-        wall_s = time.monotonic() - started
+        real_wall_s = time.monotonic() - started
         now = time.time()
         for index in sorted(self._state.unfinished):
             request = self._state.unfinished[index]
-            lost = ev.ProofFinished(now, self.bench_id, request.request_id, o.kind, "LOST", error or outcome)
+            lost = ev.ProofFinished(
+                now, self.bench_id, request.request_id, o.kind, "LOST", error or outcome, answered=False
+            )
             self._state.results[index] = lost
             self._emit(lost)
         results = tuple(self._state.results[i] for i in sorted(self._state.results))
@@ -451,15 +472,34 @@ class BenchRunner:
         if outcome == "completed" and failed:
             outcome = "failed"
             error = f"{failed} of {o.count} proofs failed"
+        box = 1.0 if scale is None else 1 / scale  # the modelled box's seconds per real second
+        wall_s, killed_s, restart_s = real_wall_s * box, self._killed_s * box, self._restart_s * box
         per_hour = completed / wall_s * 3600 if wall_s > 0 else 0.0
-        self._emit(ev.BenchFinished(time.time(), self.bench_id, completed, failed, wall_s, per_hour, outcome))
+        self._emit(
+            ev.BenchFinished(
+                time.time(), self.bench_id, completed, failed, wall_s, per_hour, outcome, scale, killed_s, restart_s
+            )
+        )
         return BenchSummary(
             self.bench_id, o.kind, o.count, o.concurrency, outcome, completed, failed, wall_s, per_hour,
             results, tuple(self._restarts), str(self.supervisor.session.path), error,
+            scale, real_wall_s, killed_s, restart_s,
         )  # fmt: skip
 
+    def _outside_budget(self) -> int | None:
+        """Memory outside the budget at the last sample that had both RSS and the budget in use, in the
+        daemon's units (an engine's RSS ÷ memory_scale); None without such a sample."""
+        sample = self._last_memory() if self._last_memory is not None else None
+        stale = sample is not None and sample.t < self._round_t  # from a daemon run before this one
+        if sample is None or stale or sample.rss_bytes is None or sample.budget_used_bytes is None:
+            return None
+        rss = sample.rss_bytes
+        if self.supervisor.mode == "engine":
+            rss = int(rss / float(config_value(self.config_text, "engine", "memory_scale")))
+        return max(0, rss - sample.budget_used_bytes)
+
     async def _recover(self, result: _Round) -> str | None:
-        """Restart after an OOM kill (returns None) or say why the run fails."""
+        """Restart after an OOM kill the budget caused (returns None), or say why the run fails."""
         exit = result.exit
         if exit is None:
             return f"lost contact with the daemon: {result.lost_contact}"
@@ -468,21 +508,29 @@ class BenchRunner:
             diagnosis += "\n" + exit.error_report
         if exit.cause != "oom_kill":
             return diagnosis
+        facts = gather_budget_facts(
+            self.config_text, self.supervisor.mode, self.supervisor.memory_limit, self._host_mem_total
+        )
+        verdict = oom_verdict(
+            facts, allowance=cgroup_aware_budget(facts.limit), outside=self._outside_budget(), kind=self.options.kind
+        )
+        if verdict.lower_to is None:
+            self._emit(ev.Notice(time.time(), "error", f"OOM kill not retried: {verdict.explanation}"))
+            return f"{diagnosis}\nnot retried: {verdict.explanation}"
         attempt = len(self._restarts) + 1
         if attempt > self.options.oom_retries:
-            return f"{diagnosis} (no OOM retries left of {self.options.oom_retries})"
-        current = config_value(self.config_text, "memory", "total_budget")
-        nominal = nominal_memory_limit(self.config_text, self.supervisor.mode, self.supervisor.memory_limit)
-        budget = lowered_budget(current if isinstance(current, str) else "auto", nominal)
+            return f"{diagnosis}\n{verdict.explanation} (no OOM retries left of {self.options.oom_retries})"
+        budget = verdict.lower_to
         self.config_text = set_config_value(self.config_text, "memory", "total_budget", budget)
         restart = ev.BenchRestart(
-            time.time(), self.bench_id, attempt, exit.cause, exit.evidence, budget, len(self._state.unfinished)
-        )
+            time.time(), self.bench_id, attempt, exit.cause, exit.evidence, budget, len(self._state.unfinished),
+            verdict.explanation,
+        )  # fmt: skip
         self._restarts.append(restart)
         self._emit(restart)
         self._progress(
-            f"daemon OOM-killed; restart {attempt}/{self.options.oom_retries} with total_budget = {budget}, "
-            f"resubmitting {len(self._state.unfinished)} proofs"
+            f"daemon OOM-killed: {verdict.explanation}; restart {attempt}/{self.options.oom_retries} with "
+            f"total_budget = {budget}, resubmitting {len(self._state.unfinished)} proofs"
         )
         try:
             await self.supervisor.start(self.config_text, changes=(f"memory.total_budget = {budget!r}",))
@@ -515,6 +563,12 @@ class BenchRunner:
                 await asyncio.wait([exit_task], timeout=_EXIT_DIAGNOSIS_WAIT_S)
             if exit_task.done():
                 round_.exit = exit_task.result()
+            for worker_task in workers:
+                # A bug in a worker must surface, not leave its proofs unfinished for ever (the run
+                # would start round after round).
+                failure = worker_task.exception() if worker_task.done() and not worker_task.cancelled() else None
+                if failure is not None:
+                    raise failure
         finally:
             for task in (*workers, exit_task, cancel_task):
                 task.cancel()
@@ -533,7 +587,9 @@ class BenchRunner:
             round_.lost_contact = f"{error} ({error.status_text})"
             return False
         except DaemonCallError as error:
-            finished = ev.ProofFinished(time.time(), self.bench_id, request.request_id, kind, "FAILED", str(error))
+            finished = ev.ProofFinished(
+                time.time(), self.bench_id, request.request_id, kind, "FAILED", str(error), answered=False
+            )
         else:
             status_name = pb.AwaitProofResponse.Status.Name(response.status)
             finished = ev.ProofFinished(
@@ -560,33 +616,58 @@ class BenchRunner:
 
 
 def format_summary(summary: BenchSummary) -> str:
-    """cuzk-bench's ``batch`` report (reference §8), plus the restarts and the session."""
+    """cuzk-bench's ``batch`` report (cuzk-bench/src/main.rs, Commands::Batch), honest where we differ.
+
+    Where cuzk-bench prints every result with its timings, a proof that got no answer (the call
+    failed, or it was lost with its daemon) is printed without made-up ``(prove=0 ms, queue=0 ms)``;
+    total time and throughput say whether they include killed daemon runs and restarts; an
+    engine's figures are in the modelled box's time, labelled so (cuzk-bench would print the
+    emulator's speed as if it were a GPU's).
+    """
     lines = [
         "=== Batch Benchmark ===",
         f"proof type:  {summary.kind}",
         f"count:       {summary.count}",
         f"concurrency: {summary.concurrency}",
-        "",
     ]
+    if summary.time_scale is not None:
+        lines.append(
+            f"times:       {summary.time_basis}; the engine ran {summary.real_wall_s:.1f}s on this machine's clock"
+        )
+    lines.append("")
     n = len(summary.results)
     for i, r in enumerate(summary.results, 1):
-        lines.append(
-            f"  [{i}/{n}] {r.status} — {r.wall_ms / 1000:.1f}s "
-            f"(prove={r.gpu_compute_ms} ms, queue={r.queue_wait_ms} ms)"
+        if r.answered:
+            lines.append(
+                f"  [{i}/{n}] {r.status} — {summary.box_ms(r.wall_ms) / 1000:.1f}s "
+                f"(prove={summary.box_ms(r.gpu_compute_ms)} ms, queue={summary.box_ms(r.queue_wait_ms)} ms)"
+            )
+        else:
+            why = "no result: lost with its daemon" if r.status == "LOST" else "no result: the call failed"
+            lines.append(f"  [{i}/{n}] {r.status} — {why} ({r.error.splitlines()[0] if r.error else r.status})")
+    total = f"total time:    {summary.wall_s:.1f}s"
+    if summary.restarts or summary.killed_s:
+        total += (
+            f" (includes {summary.killed_s:.1f}s in killed daemon runs and {summary.restart_s:.1f}s "
+            f"restarting, {len(summary.restarts)} restart(s))"
         )
-    lines += ["", "=== Batch Summary ===", f"total time:    {summary.wall_s:.1f}s"]
+    lines += ["", "=== Batch Summary ===", total]
     lines += [f"completed:     {summary.completed}", f"failed:        {summary.failed}"]
+    lost = sum(1 for r in summary.results if r.status == "LOST")
+    if lost:
+        lines.append(f"  of which lost: {lost} (never answered: the daemon was gone)")
     completed = [r for r in summary.results if r.status == "COMPLETED"]
     if completed:
-        walls = [r.wall_ms / 1000 for r in completed]
-        proves = [r.gpu_compute_ms / 1000 for r in completed]
+        walls = [summary.box_ms(r.wall_ms) / 1000 for r in completed]
+        proves = [summary.box_ms(r.gpu_compute_ms) / 1000 for r in completed]
         for label, values in (("wall time:  ", walls), ("prove time: ", proves)):
             lines.append(
                 f"{label}   avg={sum(values) / len(values):.1f}s min={min(values):.1f}s max={max(values):.1f}s"
             )
+        scope = " over the whole run, killed runs and restarts included" if summary.killed_s else ""
         lines.append(
             f"throughput:    {len(completed) / summary.wall_s * 60:.3f} proofs/min "
-            f"({summary.wall_s / len(completed):.1f}s/proof)"
+            f"({summary.wall_s / len(completed):.1f}s/proof){scope}"
         )
     lines.append(f"proofs/hour:   {summary.proofs_per_hour:.1f}")
     for restart in summary.restarts:
@@ -594,6 +675,10 @@ def format_summary(summary: BenchSummary) -> str:
             f"restart {restart.attempt}:     {restart.reason} → total_budget = {restart.total_budget} "
             f"({'; '.join(restart.evidence)})"
         )
+        if restart.explanation:
+            lines.append(f"  why:         {restart.explanation}")
+    if summary.restarts:
+        lines.append("clients saw:   " + "\n               ".join(client_view(summary.restarts[0].reason)))
     if summary.error:
         lines.append(f"error:         {summary.error}")
     lines.append(f"session:       {summary.session}")

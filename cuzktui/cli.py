@@ -32,6 +32,16 @@ def hex_bytes(text: str) -> bytes:
         raise argparse.ArgumentTypeError(f"invalid hex: {text!r}") from None
 
 
+# Beside cuzk-bench's, whose habits operators bring (cuzk-bench/src/main.rs: main returns the first
+# "Prove RPC failed" error, so a dead daemon is exit 1 with no summary; FAILED proofs are exit 0).
+BENCH_EXIT_CODES = (
+    "exit status: 0 every proof completed; 1 the run failed (a proof FAILED or was lost, the daemon died and "
+    "was not restarted, or the OOM retries ran out); 2 bad usage (an option, or an --input that cannot be "
+    "read as the kind's input). cuzk-bench batch differs: exit 0 even when every proof FAILED, 1 only when an "
+    "RPC fails (a dead daemon), and then no summary."
+)
+
+
 def _add_daemon_choice(parser: argparse.ArgumentParser) -> None:
     which = parser.add_mutually_exclusive_group()
     which.add_argument(
@@ -134,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     memprobe = sub.add_parser("memprobe", help="allocate 1 GiB chunks in a child to measure usable memory")
     memprobe.add_argument("--json", action="store_true", help="print one JSON object")
 
-    bench = sub.add_parser("bench", help="run a benchmark of N proofs at concurrency C")
+    bench = sub.add_parser("bench", help="run a benchmark of N proofs at concurrency C", epilog=BENCH_EXIT_CODES)
     bench.add_argument("--headless", action="store_true", help="no TUI: progress on stderr, summary on stdout")
     _add_daemon_choice(bench)
     bench.add_argument(

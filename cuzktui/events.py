@@ -398,6 +398,8 @@ class DaemonExited:
     cause: ExitCause
     evidence: tuple[str, ...] = ()
     error_report: str | None = None
+    # Why, when the evidence says (an OOM kill by a budget above the memory limit): cuzktui.diagnosis.
+    root_cause: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -472,6 +474,8 @@ class BenchStarted:
     count: int
     concurrency: int
     oom_retries: int
+    # The engine's [engine] time_scale (real seconds per modelled second); None for a real daemon.
+    time_scale: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -497,6 +501,9 @@ class ProofFinished:
     gpu_compute_ms: int = 0
     total_ms: int = 0
     wall_ms: int = 0
+    # False when no result came back (the call failed, or the proof was lost with its daemon): the
+    # timings above are then absent, not zero.
+    answered: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -510,10 +517,14 @@ class BenchRestart:
     evidence: tuple[str, ...]
     total_budget: str
     resubmitted: int
+    explanation: str = ""  # why the budget was the cause (cuzktui.diagnosis.oom_verdict)
 
 
 @dataclass(frozen=True, slots=True)
 class BenchFinished:
+    """The end of a benchmark. With ``time_scale`` (an engine run) ``wall_s`` and ``proofs_per_hour``
+    are in the modelled box's time (real ÷ time_scale), never the emulator's speed."""
+
     t: float
     bench_id: str
     completed: int
@@ -521,6 +532,10 @@ class BenchFinished:
     wall_s: float
     proofs_per_hour: float
     outcome: Literal["completed", "failed", "cancelled"]
+    time_scale: float | None = None
+    # Of wall_s: time in daemon runs that were killed, and in restarting the daemon.
+    killed_s: float = 0.0
+    restart_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

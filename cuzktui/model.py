@@ -145,6 +145,19 @@ class BenchState:
     results: deque[ev.ProofFinished] = field(default_factory=lambda: deque(maxlen=RESULT_CAPACITY))
     restarts: list[ev.BenchRestart] = field(default_factory=list)
     finished: ev.BenchFinished | None = None
+    time_scale: float | None = None  # an engine run's time_scale: its figures are shown in box time
+
+    def box_ms(self, ms: int) -> int:
+        """A duration the daemon reported (or the clock here measured), in the modelled box's time for
+        an engine run (real ÷ time_scale), unchanged for a real daemon's."""
+        return ms if self.time_scale is None else round(ms / self.time_scale)
+
+    @property
+    def time_basis(self) -> str:
+        """Which clock the bench figures are on, in words."""
+        if self.time_scale is None:
+            return "wall clock"
+        return f"modelled box time (engine time_scale {self.time_scale:g})"
 
     @property
     def completed(self) -> int:
@@ -374,8 +387,9 @@ class SessionModel:
     def _apply_bench(self, event: ev.BenchStarted | ev.ProofSubmitted | ev.ProofFinished | ev.BenchRestart) -> bool:
         if isinstance(event, ev.BenchStarted):
             self.bench = BenchState(
-                event.bench_id, event.kind, event.count, event.concurrency, event.oom_retries, event.t
-            )
+                event.bench_id, event.kind, event.count, event.concurrency, event.oom_retries, event.t,
+                time_scale=event.time_scale,
+            )  # fmt: skip
         elif self.bench is None or self.bench.bench_id != event.bench_id:
             return False
         elif isinstance(event, ev.ProofSubmitted):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import random
 import shlex
@@ -41,11 +42,14 @@ from typing import Any, Final, Literal
 from . import events as ev
 from .client import STATUS_TIMEOUT_S, ClientError, DaemonClient, StatusError, fetch_status_json
 from .config import ConfigDocument, ConfigError
+from .diagnosis import BudgetFacts, budget_root_cause
 from .knobs import knob
 from .logfilter import launch_environment
+from .planner import cgroup_aware_budget
 from .samplers import listener_pid
 from .session import LogFollower, SessionWriter
-from .system import CgroupError, MemoryCgroup, kernel_oom_evidence
+from .system import CgroupError, MemoryCgroup, host_mem_total, kernel_oom_evidence
+from .units import daemon_size
 
 DEFAULT_START_TIMEOUT_S: Final = 600.0
 DEFAULT_STOP_GRACE_S: Final = 10.0
@@ -133,8 +137,60 @@ def classify_exit(
     sent_signals: Sequence[int] = (),
     log_tail: str = "",
     kernel_evidence: str | None = None,
+    budget: BudgetFacts | None = None,
 ) -> ev.DaemonExited:
-    """Diagnose one exit from its status and the evidence gathered around it."""
+    """Diagnose one exit from its status and the evidence gathered around it; an OOM kill by a
+    budget above the memory limit gets that root cause, with the budget to set instead."""
+    exit = _classify(
+        t=t, pid=pid, returncode=returncode, oom_kills_before=oom_kills_before, oom_kills_after=oom_kills_after,
+        cgroup_path=cgroup_path, sent_signals=sent_signals, log_tail=log_tail, kernel_evidence=kernel_evidence,
+    )  # fmt: skip
+    if exit.cause != "oom_kill" or budget is None:
+        return exit
+    root = budget_root_cause(budget, suggested=cgroup_aware_budget(budget.limit))
+    return dataclasses.replace(exit, root_cause=root)
+
+
+def gather_budget_facts(
+    config_text: str, mode: ev.DaemonMode, real_limit: int | None, host_mem_total_bytes: int | None = None
+) -> BudgetFacts:
+    """The budget a launched daemon runs with and the memory it lives in, in the daemon's units.
+
+    "auto" reads MemTotal (cuzk-core memory.rs detect_system_memory): the host's for a real daemon;
+    for the engine ``[engine] mem_total`` (the emulated box) or the host's ÷ memory_scale, as
+    engine/pipeline.py resolves it. The limit is the cgroup's (÷ memory_scale for the engine).
+    """
+    document = ConfigDocument.parse(config_text)
+    host = host_mem_total_bytes if host_mem_total_bytes is not None else host_mem_total()
+    scale = float(document.get("engine", "memory_scale")) if mode == "engine" else 1.0
+    emulated = document.get("engine", "mem_total") if mode == "engine" else None
+    if isinstance(emulated, str):
+        mem_total, source = daemon_size(emulated), "the emulated box's RAM, [engine] mem_total"
+    elif mode == "engine":
+        mem_total, source = int(host / scale), "this host's RAM ÷ memory_scale"
+    else:
+        mem_total, source = host, "the host's RAM"
+    return BudgetFacts.from_config(
+        total_budget=str(document.get("memory", "total_budget")),
+        safety_margin=str(document.get("memory", "safety_margin")),
+        mem_total=mem_total,
+        mem_total_source=source,
+        cgroup_limit=int(real_limit / scale) if real_limit is not None else None,
+    )
+
+
+def _classify(
+    *,
+    t: float,
+    pid: int | None,
+    returncode: int | None,
+    oom_kills_before: int | None,
+    oom_kills_after: int | None,
+    cgroup_path: str | None,
+    sent_signals: Sequence[int],
+    log_tail: str,
+    kernel_evidence: str | None,
+) -> ev.DaemonExited:
     report = extract_error_report(log_tail)
     if returncode is None:
         if kernel_evidence is not None:
@@ -370,6 +426,7 @@ class Supervisor:
         self._liveness_task: asyncio.Task[None] | None = None
         self._journal_unit: str | None = None
         self._journal: subprocess.Popen[bytes] | None = None
+        self._config_text: str | None = None  # the running config, for the exit's root cause
 
     # -- events ---------------------------------------------------------------------------
 
@@ -436,6 +493,7 @@ class Supervisor:
             raise SupervisorError("no listen address: give one or set [daemon].listen in the config")
         self.status_url = status_listen
         version, path = self.session.add_config_version(config_text)
+        self._config_text = config_text
         self.config_version, self.config_path = version, path
         argv = [*self.program.argv, "-c", str(path), "-l", self.listen]
         cgroup_path: str | None = None
@@ -654,10 +712,19 @@ class Supervisor:
             sent_signals=self._sent_signals,
             log_tail=self._log_tail(),
             kernel_evidence=kernel,
+            budget=self._budget_facts(),
         )
         self.last_exit = exit
         self._emit(exit)
         return exit
+
+    def _budget_facts(self) -> BudgetFacts | None:
+        """The running config's budget facts (a launched daemon's only: an attached one's config is unknown)."""
+        if self.program is None or self._config_text is None:
+            return None
+        with contextlib.suppress(ConfigError, ValueError, OSError, KeyError):
+            return gather_budget_facts(self._config_text, self.program.mode, self.memory_limit)
+        return None
 
     def _log_tail(self) -> str:
         if self.log_path is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +21,12 @@ from cuzktui.bench import (
     build_requests,
     c1_identity_warning,
     format_summary,
-    lowered_budget,
-    nominal_memory_limit,
     read_vanilla_file,
 )
 from cuzktui.cli import build_parser
-from cuzktui.client import DaemonDied
+from cuzktui.client import DaemonCallError, DaemonDied
 from cuzktui.commands.bench import request_params
+from cuzktui.diagnosis import CURIO_SAW
 from cuzktui.planner import cgroup_aware_budget
 from cuzktui.proto import proving_pb2 as pb
 from cuzktui.session import SessionWriter, iter_session_events
@@ -73,32 +73,21 @@ def test_vanilla_files_are_read_like_cuzk_bench(tmp_path: Path) -> None:
         read_vanilla_file(empty)
 
 
-def test_the_budget_goes_from_auto_to_cgroup_aware_then_down_ten_percent() -> None:
-    nominal = 256 * GiB
-    first = lowered_budget("auto", nominal)
-    assert first == f"{cgroup_aware_budget(nominal) // GiB}GiB"
-    assert lowered_budget("200GiB", nominal) == "180GiB"
-    assert lowered_budget("1GiB", nominal) == "921MiB"
-
-
-def test_the_engine_limit_is_counted_in_nominal_bytes() -> None:
-    assert nominal_memory_limit("[engine]\nmemory_scale = 0.00390625\n", "engine", GiB) == 256 * GiB
-    assert nominal_memory_limit("", "engine", GiB) == 256 * GiB  # the engine's default scale, 1/256
-    assert nominal_memory_limit("", "real", GiB) == GiB
-
-
 # -- the recovery loop, against a scripted daemon -------------------------------------------------
 
 
 class _ScriptedDaemon:
     """Stands in for the supervisor: each run completes ``survive[run]`` proofs, then dies with ``causes[run]``."""
 
-    def __init__(self, session: SessionWriter, survive: list[int], causes: list[ev.ExitCause]) -> None:
+    def __init__(
+        self, session: SessionWriter, survive: list[int], causes: list[ev.ExitCause], elapsed_ms: int = 0
+    ) -> None:
         self.session = session
         self.mode = "engine"
         self.memory_limit: int | None = GiB
         self.survive, self.causes = survive, causes
         self.run = 0
+        self.elapsed_ms = elapsed_ms  # what each answer reports as its timings
         self.configs: list[str] = []
         self.proved: list[list[str]] = [[]]
         self._exit: asyncio.Future[ev.DaemonExited] = asyncio.get_running_loop().create_future()
@@ -128,40 +117,169 @@ class _ScriptedDaemon:
             raise DaemonDied("Prove", "UNAVAILABLE: Socket closed")
         self.proved[self.run].append(request.request_id)
         await asyncio.sleep(0)
-        return pb.AwaitProofResponse(job_id=request.request_id, status=pb.AwaitProofResponse.COMPLETED, total_ms=5)
+        ms = self.elapsed_ms
+        return pb.AwaitProofResponse(
+            job_id=request.request_id, status=pb.AwaitProofResponse.COMPLETED, total_ms=5 + ms,
+            gpu_compute_ms=ms, queue_wait_ms=ms,
+        )  # fmt: skip
 
 
-def _runner(tmp_path: Path, daemon: _ScriptedDaemon, count: int, retries: int = 3) -> BenchRunner:
+# The seed's box: the engine as a 256 GiB container (a 1 GiB cgroup at 1/256) on a 512 GiB host.
+SEED_CONFIG = '[engine]\nmem_total = "512GiB"\n[memory]\ntotal_budget = "auto"\n'
+
+
+def _runner(
+    tmp_path: Path,
+    daemon: _ScriptedDaemon,
+    count: int,
+    retries: int = 3,
+    config: str = SEED_CONFIG,
+    memory: ev.MemorySample | None = None,
+) -> BenchRunner:
     options = BenchOptions(kind="porep", count=count, concurrency=2, oom_retries=retries)
     requests = build_requests("porep", count, input_path=None, bench_id="b")
-    config = '[memory]\ntotal_budget = "auto"\n'
-    return BenchRunner(daemon, options, config, requests=requests, bench_id="b")  # type: ignore[arg-type]
+    return BenchRunner(
+        daemon,  # type: ignore[arg-type]
+        options, config, requests=requests, bench_id="b", last_memory=lambda: memory,
+    )  # fmt: skip
 
 
-async def test_oom_kills_lower_the_budget_and_resubmit_only_unfinished_proofs(tmp_path: Path) -> None:
+def _sample(rss_nominal: int, budget_used: int) -> ev.MemorySample:
+    """A sample taken just now (during the run), the RSS in the engine's real bytes at 1/256."""
+    return ev.MemorySample(time.time() + 3600, rss_nominal // 256, budget_used_bytes=budget_used)
+
+
+async def test_an_auto_budget_above_the_cgroup_is_lowered_once_and_said_why(tmp_path: Path) -> None:
     session = SessionWriter(tmp_path / "s")
-    daemon = _ScriptedDaemon(session, survive=[3, 2], causes=["oom_kill", "oom_kill"])
+    daemon = _ScriptedDaemon(session, survive=[3], causes=["oom_kill"])
     summary = await _runner(tmp_path, daemon, count=8).run()
     assert (summary.outcome, summary.completed, summary.failed) == ("completed", 8, 0)
     done = [job for run in daemon.proved for job in run]
     assert sorted(done) == sorted(f"porep-1000-{i}" for i in range(1, 9))  # each proof proved exactly once
-    first = f"{cgroup_aware_budget(256 * GiB) // GiB}GiB"
-    second = f"{int(cgroup_aware_budget(256 * GiB) // GiB * GiB * 0.9) // GiB}GiB"
-    assert [r.total_budget for r in summary.restarts] == [first, second]
-    assert [r.resubmitted for r in summary.restarts] == [5, 3]
-    assert f'total_budget = "{second}"' in daemon.configs[-1]
-    recorded = [type(e).__name__ for e in iter_session_events(session.path)]
-    assert recorded.count("BenchRestart") == 2 and recorded[-1] == "BenchFinished"
-    assert "restart 2:" in format_summary(summary)
+    allowance = cgroup_aware_budget(256 * GiB) // GiB
+    (restart,) = summary.restarts
+    assert (restart.total_budget, restart.resubmitted) == (f"{allowance}GiB", 5)
+    assert restart.explanation.startswith(
+        'total_budget = "auto" took MemTotal (the emulated box\'s RAM, [engine] mem_total, 512 GiB) '
+        "− safety_margin (5 GiB) = 507 GiB, above this cgroup's limit of 256 GiB"
+    )
+    assert f'total_budget = "{allowance}GiB"' in daemon.configs[-1]
+    text = format_summary(summary)
+    assert f"why:         {restart.explanation}" in text and CURIO_SAW in text
+    recorded = [e for e in iter_session_events(session.path)]
+    assert [type(e).__name__ for e in recorded].count("BenchRestart") == 1
+    assert isinstance(recorded[-1], ev.BenchFinished) and recorded[-1].killed_s > 0
+
+
+async def test_a_second_oom_kill_without_evidence_against_the_budget_stops_instead_of_cutting_it(
+    tmp_path: Path,
+) -> None:
+    session = SessionWriter(tmp_path / "s")
+    daemon = _ScriptedDaemon(session, survive=[3, 2], causes=["oom_kill", "oom_kill"])
+    summary = await _runner(tmp_path, daemon, count=8).run()
+    assert (summary.outcome, summary.completed, summary.failed) == ("failed", 5, 3)
+    assert len(summary.restarts) == 1, "the budget is not cut again on a guess"
+    assert summary.error is not None and "not retried: not the budget as far as the evidence goes" in summary.error
+    notices = [e for e in iter_session_events(session.path) if isinstance(e, ev.Notice)]
+    assert any(n.text.startswith("OOM kill not retried") for n in notices)
+
+
+async def test_memory_outside_the_budget_is_named_and_not_blamed_on_the_budget(tmp_path: Path) -> None:
+    session = SessionWriter(tmp_path / "s")
+    daemon = _ScriptedDaemon(session, survive=[1], causes=["oom_kill"])
+    # A 200 GiB budget in a 256 GiB box with only 120 GiB of reservations in use and 40 GiB outside
+    # them: budget + outside fit the limit, so the budget did not fill the cgroup.
+    config = '[memory]\ntotal_budget = "200GiB"\n'
+    summary = await _runner(tmp_path, daemon, 4, config=config, memory=_sample(160 * GiB, 120 * GiB)).run()
+    assert summary.outcome == "failed" and summary.restarts == ()
+    assert summary.error is not None
+    assert "not the budget: total_budget (200 GiB) plus the memory outside the budget was 40 GiB" in summary.error
+    assert daemon.run == 0
+
+
+async def test_reservations_that_fit_the_budget_but_not_the_cgroup_lower_it_to_what_fits(tmp_path: Path) -> None:
+    session = SessionWriter(tmp_path / "s")
+    daemon = _ScriptedDaemon(session, survive=[1], causes=["oom_kill"])
+    # 200 GiB budget, 190 GiB reserved, 90 GiB outside: 256 − 90 = 166 GiB is what the budget can be.
+    config = '[memory]\ntotal_budget = "200GiB"\n'
+    summary = await _runner(tmp_path, daemon, 4, config=config, memory=_sample(280 * GiB, 190 * GiB)).run()
+    assert summary.outcome == "completed"
+    (restart,) = summary.restarts
+    assert restart.total_budget == "166GiB"
+    assert "did not fit this cgroup's limit (256 GiB) beside the memory outside the budget was 90 GiB" in (
+        restart.explanation
+    )
+
+
+async def test_memory_outside_the_budget_leaving_no_room_for_a_proof_stops(tmp_path: Path) -> None:
+    session = SessionWriter(tmp_path / "s")
+    daemon = _ScriptedDaemon(session, survive=[1], causes=["oom_kill"])
+    config = '[memory]\ntotal_budget = "200GiB"\n'
+    summary = await _runner(tmp_path, daemon, 4, config=config, memory=_sample(220 * GiB, 20 * GiB)).run()
+    assert summary.outcome == "failed" and summary.restarts == ()
+    assert summary.error is not None and "so no total_budget can prove here" in summary.error
 
 
 async def test_running_out_of_oom_retries_fails_and_marks_the_rest_lost(tmp_path: Path) -> None:
     session = SessionWriter(tmp_path / "s")
     daemon = _ScriptedDaemon(session, survive=[1, 1], causes=["oom_kill", "oom_kill"])
-    summary = await _runner(tmp_path, daemon, count=4, retries=1).run()
-    assert (summary.outcome, summary.completed, summary.failed) == ("failed", 2, 2)
-    assert [r.status for r in summary.results] == ["COMPLETED", "COMPLETED", "LOST", "LOST"]
+    summary = await _runner(tmp_path, daemon, count=4, retries=0).run()
+    assert (summary.outcome, summary.completed, summary.failed) == ("failed", 1, 3)
+    assert [r.status for r in summary.results] == ["COMPLETED", "LOST", "LOST", "LOST"]
     assert summary.error is not None and "no OOM retries left" in summary.error
+
+
+async def test_the_summary_prints_no_made_up_timings_for_unanswered_proofs(tmp_path: Path) -> None:
+    session = SessionWriter(tmp_path / "s")
+    daemon = _ScriptedDaemon(session, survive=[1], causes=["oom_kill"])
+    summary = await _runner(tmp_path, daemon, count=3, retries=0).run()
+    lines = format_summary(summary).splitlines()
+    lost = [line for line in lines if " LOST — " in line]
+    assert len(lost) == 2 and all("no result: lost with its daemon" in line and "prove=" not in line for line in lost)
+    assert "  of which lost: 2 (never answered: the daemon was gone)" in lines
+    total = next(line for line in lines if line.startswith("total time:"))
+    assert "in killed daemon runs" in total
+    assert all(p["wall_ms"] is None and p["gpu_compute_ms"] is None for p in summary.to_json()["proofs"][1:])
+
+
+async def test_a_failed_call_is_a_failure_without_timings(tmp_path: Path) -> None:
+    session = SessionWriter(tmp_path / "s")
+    daemon = _ScriptedDaemon(session, survive=[], causes=[])
+
+    async def refuse(request: pb.SubmitProofRequest, timeout: float | None = None) -> Any:
+        raise DaemonCallError("Prove", "INVALID_ARGUMENT", "bad request")
+
+    daemon.prove = refuse  # type: ignore[method-assign]
+    summary = await _runner(tmp_path, daemon, count=1).run()
+    (line,) = [line for line in format_summary(summary).splitlines() if "[1/1]" in line]
+    assert line.startswith("  [1/1] FAILED — no result: the call failed (") and "prove=" not in line
+
+
+async def test_an_engine_run_is_reported_in_the_modelled_box_time(tmp_path: Path) -> None:
+    session = SessionWriter(tmp_path / "s")
+    daemon = _ScriptedDaemon(session, survive=[], causes=[], elapsed_ms=60)
+    config = '[engine]\nmem_total = "512GiB"\ntime_scale = 0.02\n[memory]\ntotal_budget = "auto"\n'
+    summary = await _runner(tmp_path, daemon, count=2, config=config).run()
+    assert summary.time_scale == 0.02 and summary.wall_s == pytest.approx(summary.real_wall_s * 50)
+    assert summary.to_json()["time_basis"] == "modelled"
+    assert summary.to_json()["proofs"][0]["gpu_compute_ms"] == 3000  # 60 ms of the engine's = 3 s of the box
+    text = format_summary(summary)
+    assert "times:       the modelled box's time (engine time_scale 0.02: real seconds × 50)" in text
+    assert "(prove=3000 ms, queue=3000 ms)" in text
+    started = next(e for e in iter_session_events(session.path) if isinstance(e, ev.BenchStarted))
+    finished = next(e for e in iter_session_events(session.path) if isinstance(e, ev.BenchFinished))
+    assert started.time_scale == 0.02 and finished.time_scale == 0.02
+    assert finished.proofs_per_hour == pytest.approx(summary.proofs_per_hour)
+
+
+async def test_a_real_daemon_run_is_reported_in_wall_time(tmp_path: Path) -> None:
+    session = SessionWriter(tmp_path / "s")
+    daemon = _ScriptedDaemon(session, survive=[], causes=[], elapsed_ms=60)
+    daemon.mode = "real"
+    summary = await _runner(tmp_path, daemon, count=1).run()
+    assert summary.time_scale is None and summary.wall_s == summary.real_wall_s
+    assert "(prove=60 ms, queue=60 ms)" in format_summary(summary)
+    assert "times:" not in format_summary(summary)
 
 
 async def test_a_death_that_is_not_an_oom_kill_fails_the_run_with_the_diagnosis(tmp_path: Path) -> None:

@@ -60,6 +60,29 @@ def test_bad_usage_exits_2_and_creates_no_session(
     assert not session.exists()
 
 
+@pytest.mark.parametrize(("kind", "content"), [("porep", b"not json at all"), ("porep", b"[1, 2]")])
+def test_an_input_that_is_not_the_kinds_input_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, content: bytes
+) -> None:
+    bad = tmp_path / "c1.json"
+    bad.write_bytes(content)
+    session = tmp_path / "session"
+    assert (
+        main(["bench", "--headless", "--engine", "--kind", kind, "--input", str(bad), "--session", str(session)]) == 2
+    )
+    err = capsys.readouterr().err
+    assert err.startswith(f"cuzk-tui bench: {bad}: not a C1 output JSON") and err.count("\n") == 1, err
+    assert "Traceback" not in err and not session.exists()
+
+
+def test_help_documents_the_exit_codes_beside_cuzk_benchs(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["bench", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "exit status: 0 every proof completed; 1 the run failed" in text
+    assert "cuzk-bench batch differs: exit 0 even when every proof FAILED, 1 only when an RPC fails" in text
+
+
 def test_a_quick_engine_bench_prints_the_json_summary(tmp_path: Path) -> None:
     require_engine()
     session = tmp_path / "session"
@@ -71,6 +94,9 @@ def test_a_quick_engine_bench_prints_the_json_summary(tmp_path: Path) -> None:
     summary = json.loads(done.stdout)
     assert (summary["completed"], summary["failed"], summary["restarts"]) == (3, 0, [])
     assert summary["proofs_per_hour"] > 0
+    # Figures in the modelled box's time: the engine ran 1/time_scale times faster than the box.
+    assert (summary["time_basis"], summary["time_scale"]) == ("modelled", TEST_TIME_SCALE)
+    assert summary["wall_s"] == pytest.approx(summary["real_wall_s"] / TEST_TIME_SCALE, rel=1e-3)
     assert summary["session"] == str(session)
     assert [p["job_id"] for p in summary["proofs"]] == ["porep-1000-1", "porep-1000-2", "porep-1000-3"]
     assert all(p["status"] == "COMPLETED" and p["total_ms"] > 0 for p in summary["proofs"])
@@ -97,7 +123,9 @@ def test_the_text_summary_follows_cuzk_bench(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[:4] == ["=== Batch Benchmark ===", "proof type:  winning", "count:       2", "concurrency: 1"]
-    assert lines[5].startswith("  [1/2] COMPLETED — ") and "(prove=" in lines[5]
+    # One line cuzk-bench does not print: whose clock the figures are on.
+    assert lines[4].startswith("times:       the modelled box's time (engine time_scale ")
+    assert lines[6].startswith("  [1/2] COMPLETED — ") and "(prove=" in lines[6]
     assert "=== Batch Summary ===" in lines and "completed:     2" in lines
 
 
@@ -125,9 +153,16 @@ def test_an_oom_kill_in_a_1gib_cgroup_lowers_the_budget_and_every_proof_complete
     assert first["reason"] == "oom_kill"
     assert any("oom_kill" in e for e in first["evidence"])
     assert first["total_budget"].endswith("GiB")
+    # The root cause, with the arithmetic and the value set.
+    assert first["explanation"].startswith(
+        'total_budget = "auto" took MemTotal (the emulated box\'s RAM, [engine] mem_total, 512 GiB) '
+        "− safety_margin (5 GiB) = 507 GiB, above this cgroup's limit of 256 GiB"
+    )
+    assert f"total_budget = {first['total_budget']}" in done.stderr and "daemon OOM-killed: total_budget" in done.stderr
     events = list(iter_session_events(session))
     exits = [e for e in events if isinstance(e, ev.DaemonExited)]
     assert exits[0].cause == "oom_kill"
+    assert exits[0].root_cause is not None and exits[0].root_cause.startswith('total_budget = "auto" took MemTotal')
     kill_index = events.index(exits[0])
     # The daemon's own lines up to the kill are in the session, then the restart decision.
     assert any(isinstance(e, ev.TimelineEvent) for e in events[:kill_index])

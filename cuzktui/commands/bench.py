@@ -1,7 +1,8 @@
 """``cuzk-tui bench --headless``: a benchmark in the foreground, progress on stderr, summary on stdout.
 
-Exit status: 0 every proof completed, 1 the run failed (a proof failed, the daemon died of
-something other than an OOM kill, or the OOM retries ran out), 2 bad usage.
+Exit status, as ``--help`` says (cuzktui/cli.py BENCH_EXIT_CODES): 0 every proof completed, 1 the
+run failed, 2 bad usage (an ``--input`` that cannot be read included). cuzk-bench differs: it exits
+0 even when every proof came back FAILED, and 1 only when an RPC failed, printing no summary.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from ..bench import (
 from ..config import ConfigError, build_config, load_config_or_default, save_atomic
 from ..knobs import TomlValue
 from ..planner import gather_report
+from ..proto import proving_pb2 as pb
 from ..recording import DaemonRecorder
 from ..session import SessionWriter
 from ..supervisor import (
@@ -58,6 +60,8 @@ class _Plan:
     options: BenchOptions
     config_text: str
     memory_limit: int | None
+    bench_id: str
+    requests: list[pb.SubmitProofRequest]
 
 
 def _progress(text: str) -> None:
@@ -107,6 +111,23 @@ def request_params(args: argparse.Namespace) -> RequestParams:
     )
 
 
+class _LastMemory:
+    """Records the recorder's events in the session, keeping the last memory sample that had the budget
+    in use beside the RSS: the evidence the OOM verdict weighs."""
+
+    def __init__(self, session: SessionWriter) -> None:
+        self._session = session
+        self._last: ev.MemorySample | None = None
+
+    def append(self, event: ev.ObservedEvent) -> None:
+        if isinstance(event, ev.MemorySample) and event.rss_bytes is not None and event.budget_used_bytes is not None:
+            self._last = event
+        self._session.append_event(event)
+
+    def last(self) -> ev.MemorySample | None:
+        return self._last
+
+
 def _plan(args: argparse.Namespace) -> _Plan:
     """Everything the run needs, checked before anything is created (BenchUsageError → exit 2)."""
     if args.count < 1 or args.concurrency < 1 or args.oom_retries < 0:
@@ -146,25 +167,35 @@ def _plan(args: argparse.Namespace) -> _Plan:
     )
     if options.kind == "snap" and input_path is not None:
         snap_commitments(options.params, input_path, "")  # a real input needs its commitments: say so now
-    return _Plan(program, options, config_text, memory_limit)
+    bench_id = f"bench-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+    # Built here, before any session exists: an --input that is not the kind's input is bad usage
+    # (one line, exit 2), never a traceback from inside the run.
+    try:
+        requests = build_requests(
+            options.kind, options.count, input_path=input_path, bench_id=bench_id, params=options.params
+        )
+    except OSError as error:
+        raise BenchUsageError(f"--input {input_path}: {error.strerror or error}") from None
+    return _Plan(program, options, config_text, memory_limit, bench_id, requests)
 
 
 async def _run(plan: _Plan, session: SessionWriter) -> BenchSummary | str:
     o = plan.options
-    bench_id = f"bench-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
-    requests = build_requests(o.kind, o.count, input_path=o.input_path, bench_id=bench_id, params=o.params)
-    if o.kind == "porep" and requests:
-        warning = c1_identity_warning(requests[0].vanilla_proof, o.params.miner_id, requests[0].sector_number)
+    if o.kind == "porep" and plan.requests:
+        first = plan.requests[0]
+        warning = c1_identity_warning(first.vanilla_proof, o.params.miner_id, first.sector_number)
         if warning is not None:
             _progress(f"warning: {warning}")
     supervisor = Supervisor(session, plan.program, memory_limit=plan.memory_limit, on_progress=_progress)
+    memory = _LastMemory(session)
     runner = BenchRunner(
-        supervisor, plan.options, plan.config_text, requests=requests, bench_id=bench_id, on_progress=_progress
-    )
+        supervisor, plan.options, plan.config_text, requests=plan.requests, bench_id=plan.bench_id,
+        on_progress=_progress, last_memory=memory.last,
+    )  # fmt: skip
     # Signals cancel from the very start: a runner killed while its daemon starts would leave
     # that daemon (in its own process session) running with nobody to stop it.
     install_cancel_signals(runner)
-    recorder = DaemonRecorder(supervisor, session.append_event)
+    recorder = DaemonRecorder(supervisor, memory.append)
     recorder.start()
     try:
         _progress(f"starting {' '.join(plan.program.argv)} ({plan.program.mode})")

@@ -6,7 +6,8 @@ from textual.widgets import DataTable, Input, ProgressBar, Select, Static
 
 from cuzktui import events as ev
 from cuzktui.controller import BenchRequest
-from cuzktui.ui.screens.bench import BenchScreen
+from cuzktui.model import SessionModel
+from cuzktui.ui.screens.bench import BenchScreen, proof_row, summary
 from tests.ui.fakes import T0, FakeController, ScreenApp, bench_events
 
 
@@ -109,3 +110,20 @@ async def test_the_request_fields_go_with_the_benchmark() -> None:
         await pilot.press("ctrl+s")
         await app.workers.wait_for_complete()
         assert len(fake.benches) == 1  # a short randomness starts nothing
+
+
+def test_an_engine_bench_is_shown_in_box_time_and_a_lost_proof_without_timings() -> None:
+    model = SessionModel()
+    model.apply(ev.BenchStarted(T0, "b9", "porep", 2, 1, 0, time_scale=0.02))
+    done = ev.ProofFinished(T0 + 1, "b9", "porep-1000-1", "porep", "COMPLETED", gpu_compute_ms=60, wall_ms=1000)
+    lost = ev.ProofFinished(T0 + 2, "b9", "porep-1000-2", "porep", "LOST", "the daemon died", answered=False)
+    for event in (done, lost, ev.BenchFinished(T0 + 2, "b9", 1, 1, 100.0, 36.0, "failed", 0.02, 60.0, 10.0)):
+        model.apply(event)
+    bench = model.bench
+    assert bench is not None
+    assert [str(c) for c in proof_row(1, done, bench)][3:8] == ["0.0", "0.0", "3.0", "0.0", "50.0"]
+    assert [str(c) for c in proof_row(2, lost, bench)][3:] == ["—"] * 5 + ["no result: the daemon died"]
+    text = summary(bench, T0 + 2).plain
+    assert "times in modelled box time (engine time_scale 0.02)" in text
+    assert "total time 100.0s (includes 60.0s in killed daemon runs, 10.0s restarting)" in text
+    assert "prove time avg=3.0s" in text and "36.0 proofs/hour" in text

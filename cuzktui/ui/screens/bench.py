@@ -42,18 +42,12 @@ def seconds(ms: int) -> str:
     return f"{ms / 1000:.1f}"
 
 
-def proof_row(index: int, result: ev.ProofFinished) -> tuple[str | Text, ...]:
-    return (
-        str(index),
-        result.job_id,
-        Text(result.status, style=_STATUS_STYLE.get(result.status, "")),
-        seconds(result.queue_wait_ms),
-        seconds(result.synthesis_ms),
-        seconds(result.gpu_compute_ms),
-        seconds(result.total_ms),
-        seconds(result.wall_ms),
-        result.error,
-    )
+def proof_row(index: int, result: ev.ProofFinished, bench: BenchState) -> tuple[str | Text, ...]:
+    """One proof; an unanswered one (lost with its daemon, or a failed call) shows no timings, not zeros."""
+    timings = (result.queue_wait_ms, result.synthesis_ms, result.gpu_compute_ms, result.total_ms, result.wall_ms)
+    cells = tuple(seconds(bench.box_ms(ms)) if result.answered else "—" for ms in timings)
+    note = result.error if result.answered else f"no result: {result.error}"
+    return (str(index), result.job_id, Text(result.status, style=_STATUS_STYLE.get(result.status, "")), *cells, note)
 
 
 EVIDENCE_WIDTH = 48
@@ -65,8 +59,9 @@ def restart_row(restart: ev.BenchRestart) -> tuple[str | Text, ...]:
     # lines included) is on the Dashboard's diagnosis.
     short = [e if len(e) <= EVIDENCE_WIDTH else e[: EVIDENCE_WIDTH - 1] + "…" for e in restart.evidence[:2]]
     evidence = f" ({'; '.join(short)})" if short else ""
+    why = f" because {restart.explanation}" if restart.explanation else ""
     note = (
-        f"— {what}{evidence} → total_budget lowered to {restart.total_budget}, restarted, "
+        f"— {what}{evidence} → total_budget lowered to {restart.total_budget}{why}, restarted, "
         f"{restart.resubmitted} resubmitted"
     )
     return (
@@ -86,17 +81,21 @@ def summary(bench: BenchState, now: float | None) -> Text:
     """The cuzk-bench batch summary: totals, wall and prove times, throughput."""
     done = [r for r in bench.results if r.status == "COMPLETED"]
     finished = bench.finished
-    wall = finished.wall_s if finished is not None else max(0.0, (now or bench.started_t) - bench.started_t)
+    # BenchFinished is already in the bench's time basis; a running bench's elapsed time is converted.
+    elapsed = max(0.0, (now or bench.started_t) - bench.started_t)
+    wall = finished.wall_s if finished is not None else bench.box_ms(round(elapsed * 1000)) / 1000
     text = Text()
     text.append(f"{bench.kind} × {bench.count}, concurrency {bench.concurrency}", style="bold")
     state = finished.outcome if finished is not None else "running"
-    text.append(f" · {state}\n")
+    text.append(f" · {state} · times in {bench.time_basis}\n")
     text.append(f"completed {bench.completed} · failed {bench.failed} · total time {wall:.1f}s")
+    if finished is not None and finished.killed_s:
+        text.append(f" (includes {finished.killed_s:.1f}s in killed daemon runs, {finished.restart_s:.1f}s restarting)")
     if bench.restarts:
         text.append(f" · {len(bench.restarts)} restart(s)", style="bold red")
     if done:
-        walls = [r.wall_ms / 1000 for r in done]
-        proves = [r.gpu_compute_ms / 1000 for r in done]
+        walls = [bench.box_ms(r.wall_ms) / 1000 for r in done]
+        proves = [bench.box_ms(r.gpu_compute_ms) / 1000 for r in done]
         text.append(f"\nwall time  avg={sum(walls) / len(walls):.1f}s min={min(walls):.1f}s max={max(walls):.1f}s")
         text.append(f"\nprove time avg={sum(proves) / len(proves):.1f}s min={min(proves):.1f}s max={max(proves):.1f}s")
     per_hour = finished.proofs_per_hour if finished is not None else (len(done) / wall * 3600 if wall > 0 else 0.0)
@@ -297,7 +296,7 @@ class BenchScreen(Screen[None]):
         for _, _, item in items:
             if isinstance(item, ev.ProofFinished):
                 self._shown_results += 1
-                table.add_row(*proof_row(self._shown_results, item))
+                table.add_row(*proof_row(self._shown_results, item, bench))
             else:
                 self._shown_restarts += 1
                 table.add_row(*restart_row(item), height=None)

@@ -17,6 +17,7 @@ from textual.widgets import Static
 from ... import events as ev
 from ...advice import knob_hints
 from ...controller import Identity
+from ...diagnosis import client_view
 from ...figures import bench_per_hour, proof_counts, session_rate
 from ...model import SessionModel
 from ...units import format_duration as duration
@@ -92,6 +93,11 @@ def daemon_content(model: SessionModel, identity: Identity) -> Content:
         expected = d.exit.cause in ("stopped", "clean")
         parts += [(f" {_exit_headline(d.exit)} ", "bold" if expected else "bold reverse $error"), "\n"]
         parts += [(f"  · {line}\n", "dim" if expected else "$error") for line in d.exit.evidence]
+        if d.exit.root_cause:
+            parts.append((f"  why: {d.exit.root_cause}\n", "bold $error"))
+        if not expected:
+            # The clients' texts, so operators can match their logs: none of them names the cause.
+            parts += [(f"  clients saw · {line}\n", "dim") for line in client_view(d.exit.cause)]
         report = d.exit.error_report or d.fatal_error
         if report:
             parts.append((f"  {report.strip()}\n", "italic"))

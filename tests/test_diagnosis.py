@@ -1,0 +1,117 @@
+"""The OOM's root cause and what clients saw: budget arithmetic, the verdict, the exit diagnosis."""
+
+from __future__ import annotations
+
+import pytest
+
+from cuzktui import events as ev
+from cuzktui.controller import Identity
+from cuzktui.diagnosis import CURIO_SAW, CUZK_BENCH_SAW, BudgetFacts, budget_root_cause, client_view, oom_verdict
+from cuzktui.model import SessionModel
+from cuzktui.planner import cgroup_aware_budget
+from cuzktui.supervisor import classify_exit, gather_budget_facts
+from cuzktui.ui.widgets.panels import daemon_content
+
+GiB = 1 << 30
+
+
+def _facts(setting: str, *, mem_total: int = 512 * GiB, limit: int | None = 256 * GiB) -> BudgetFacts:
+    return BudgetFacts.from_config(
+        total_budget=setting, safety_margin="5GiB", mem_total=mem_total, mem_total_source="the host's RAM",
+        cgroup_limit=limit,
+    )  # fmt: skip
+
+
+def test_auto_takes_memtotal_minus_the_margin_and_ignores_the_cgroup() -> None:
+    facts = _facts("auto")
+    assert facts.resolved == 507 * GiB and facts.limit == 256 * GiB
+    assert budget_root_cause(facts, suggested=182 * GiB) == (
+        'total_budget = "auto" took MemTotal (the host\'s RAM, 512 GiB) − safety_margin (5 GiB) = 507 GiB, '
+        'above this cgroup\'s limit of 256 GiB; set total_budget = "182GiB"'
+    )
+
+
+def test_an_explicit_budget_above_the_limit_is_said_and_one_within_it_is_not_a_root_cause() -> None:
+    assert budget_root_cause(_facts("300GiB")) == (
+        'total_budget = "300GiB" (300 GiB) is above this cgroup\'s limit of 256 GiB'
+    )
+    assert budget_root_cause(_facts("200GiB")) is None
+    # Not exactly "auto" (upstream compares the string): read as a size, with the daemon's fallback.
+    assert _facts("Auto").resolved != 507 * GiB
+
+
+def test_without_a_cgroup_the_limit_is_the_hosts_ram_and_auto_fits_it() -> None:
+    facts = _facts("auto", limit=None)
+    assert (facts.limit, facts.limit_source) == (512 * GiB, "the host's RAM")
+    assert budget_root_cause(facts) is None
+
+
+@pytest.mark.parametrize(
+    ("setting", "outside", "cause", "lower_to"),
+    [
+        ("auto", None, "budget_above_limit", "182GiB"),
+        ("auto", 90 * GiB, "budget_above_limit", "166GiB"),  # what fits beside the measured outside memory
+        ("200GiB", 90 * GiB, "budget_beside_outside", "166GiB"),
+        ("200GiB", 40 * GiB, "outside_budget", None),
+        ("200GiB", 200 * GiB, "outside_budget", None),  # 56 GiB left: less than PoRep's 44 + 14 GiB
+        ("200GiB", None, "budget_above_allowance", "182GiB"),
+        ("182GiB", None, "outside_budget", None),
+    ],
+)
+def test_the_verdict_lowers_the_budget_only_when_the_evidence_blames_it(
+    setting: str, outside: int | None, cause: str, lower_to: str | None
+) -> None:
+    allowance = 182 * GiB
+    verdict = oom_verdict(_facts(setting), allowance=allowance, outside=outside, kind="porep")
+    assert (verdict.cause, verdict.lower_to) == (cause, lower_to)
+    assert verdict.explanation
+
+
+def test_the_exit_of_an_oom_kill_by_auto_carries_the_root_cause() -> None:
+    facts = _facts("auto")
+    exit = classify_exit(
+        t=1.0, pid=5, returncode=-9, oom_kills_before=0, oom_kills_after=1, cgroup_path="/g", budget=facts
+    )
+    assert exit.cause == "oom_kill"
+    assert exit.root_cause is not None and exit.root_cause.startswith('total_budget = "auto" took MemTotal')
+    assert f'set total_budget = "{cgroup_aware_budget(256 * GiB) // GiB}GiB"' in exit.root_cause
+    # The same budget facts on a SIGTERM the tool sent: no OOM, no budget blamed.
+    stopped = classify_exit(t=1.0, pid=5, returncode=-15, sent_signals=(15,), budget=facts)
+    assert stopped.cause == "stopped" and stopped.root_cause is None
+    # An OOM kill with a budget inside the limit: the evidence names no budget cause.
+    inside = classify_exit(t=1.0, pid=5, returncode=-9, oom_kills_before=0, oom_kills_after=1, budget=_facts("99GiB"))
+    assert inside.root_cause is None
+
+
+def test_budget_facts_of_an_engine_are_in_the_emulated_boxs_units() -> None:
+    config = '[engine]\nmem_total = "512GiB"\nmemory_scale = 0.00390625\n[memory]\ntotal_budget = "auto"\n'
+    facts = gather_budget_facts(config, "engine", 1 * GiB, host_mem_total_bytes=8 * GiB)
+    assert (facts.mem_total, facts.resolved, facts.limit) == (512 * GiB, 507 * GiB, 256 * GiB)
+    assert facts.mem_total_source == "the emulated box's RAM, [engine] mem_total"
+    host_read = gather_budget_facts("[engine]\nmemory_scale = 0.00390625\n", "engine", None, 8 * GiB)
+    assert host_read.mem_total == 2048 * GiB and host_read.limit == 2048 * GiB
+    real = gather_budget_facts('[memory]\nsafety_margin = "8GiB"\n', "real", 64 * GiB, host_mem_total_bytes=128 * GiB)
+    assert (real.mem_total_source, real.resolved, real.limit) == ("the host's RAM", 120 * GiB, 64 * GiB)
+
+
+@pytest.mark.parametrize("cause", ["oom_kill", "signal", "stopped", "error", "unknown"])
+def test_every_client_sees_the_same_death_whatever_the_cause(cause: ev.ExitCause) -> None:
+    assert client_view(cause) == (CUZK_BENCH_SAW, CURIO_SAW)
+    assert "stream closed because of a broken pipe" in CUZK_BENCH_SAW
+    assert "rpc error: code = Unavailable desc = error reading from server: EOF" in CURIO_SAW
+
+
+def test_a_clean_exit_has_no_client_view() -> None:
+    assert client_view("clean") == ()
+
+
+def test_the_dashboard_says_the_root_cause_and_what_clients_saw() -> None:
+    model = SessionModel()
+    model.apply(ev.DaemonLaunched(1.0, "engine", 7, ("cuzk-engine",), None, "unix:///s", None))
+    exit = classify_exit(
+        t=2.0, pid=7, returncode=-9, oom_kills_before=0, oom_kills_after=1, cgroup_path="/g", budget=_facts("auto")
+    )
+    model.apply(exit)
+    text = daemon_content(model, Identity("engine", "cuzk-engine", None)).plain
+    assert f"why: {exit.root_cause}" in text
+    assert f"clients saw · {CURIO_SAW}" in text and f"clients saw · {CUZK_BENCH_SAW}" in text
