@@ -109,8 +109,9 @@ def oom_verdict(facts: BudgetFacts, *, allowance: int, outside: int | None, kind
     budget = format_size(facts.resolved)
     root = budget_root_cause(facts)
     if root is not None:
-        target = allowance if outside is None else min(allowance, facts.limit - outside)
-        return OomVerdict("budget_above_limit", root, format_budget(target))
+        # The planner's budget, not limit − outside: a sample's RSS and its /status budget are read
+        # moments apart, so while reservations grow fast "outside" reads far too high.
+        return OomVerdict("budget_above_limit", root, format_budget(allowance))
     if outside is not None:
         room = facts.limit - outside
         measured = f"memory outside the budget was {format_size(outside)} (RSS − reservations in use)"
@@ -122,13 +123,15 @@ def oom_verdict(facts: BudgetFacts, *, allowance: int, outside: int | None, kind
                 "cgroup after the last sample, so lowering total_budget would not help",
                 None,
             )
-        floor = KINDS[BY_CLI_NAME[kind].kind]
-        if room < floor.srs_bytes + floor.full_reservation:
+        facts_of_kind = KINDS[BY_CLI_NAME[kind].kind]
+        # The SRS and PCE stay charged to the budget while in use; a partition needs its reservation on top.
+        floor = facts_of_kind.srs_bytes + facts_of_kind.pce_bytes + facts_of_kind.full_reservation
+        if room < floor:
             return OomVerdict(
                 "outside_budget",
                 f"{measured}, which leaves {format_size(max(0, room))} of {facts.limit_source} ({limit}) for the "
-                f"budget: less than one {kind} proof needs (SRS {format_size(floor.srs_bytes)} + one "
-                f"{format_size(floor.full_reservation)} reservation), so no total_budget can prove here",
+                f"budget: less than one {kind} partition needs ({format_size(floor)}: SRS, PCE and one "
+                f"{format_size(facts_of_kind.full_reservation)} reservation), so no total_budget can prove here",
                 None,
             )
         return OomVerdict(
