@@ -235,3 +235,17 @@ def test_the_dashboard_and_the_rules_name_only_metrics_the_recorder_serves() -> 
     assert named, "no metric names found"
     assert named - served - recorded == set()
     assert recorded <= {n for text in expressions for n in re.findall(r"instance:cuzk_[a-z0-9_:]+", text)}
+
+
+def test_prune_removes_only_expired_sessions(tmp_path: Path) -> None:
+    from cuzktui.retention import prune_sessions
+    from cuzktui.session import SessionWriter
+
+    old = SessionWriter.create("old", root=tmp_path)
+    old.write_meta({"created": time.time() - 10 * 86400})
+    young = SessionWriter.create("young", root=tmp_path)
+    spared = SessionWriter.create("recording", root=tmp_path)
+    spared.write_meta({"created": time.time() - 30 * 86400})
+    removed = prune_sessions(tmp_path, parse_age("7d"), time.time(), [spared.path])
+    assert removed == [old.path]
+    assert not old.path.exists() and young.path.exists() and spared.path.exists()
