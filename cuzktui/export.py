@@ -46,6 +46,8 @@ MEMORY_PID: Final = 2
 GPU_MEMORY_PID: Final = 3
 EVENTS_PID: Final = 4
 FIRST_JOB_PID: Final = 100
+# A job's waits before its first synthesis (scheduler, memory budget) go on a thread of their own.
+_WAITS_TID: Final = 1_000_000
 # Extra threads of one worker (overlapping holds) are numbered worker + k * this.
 _OVERLAP_STRIDE: Final = 1000
 
@@ -84,8 +86,19 @@ def _job_events(timeline: Timeline) -> list[dict[str, Any]]:
     for n, job in enumerate(timeline.jobs()):
         pid = FIRST_JOB_PID + n
         title = f"job {job.job_id}" + (f" (daemon run {job.segment})" if job.segment else "") + f" — {job.status}"
+        if job.overtaken_by:
+            title += f" (replaced in the monolithic GPU queue by {job.overtaken_by})"
         events.append(_meta("process_name", pid, title))
         events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}})
+        waits = (
+            ("scheduler wait", job.enqueued_at, job.dequeued_at),
+            ("budget wait", job.dispatched_at, job.first_start),
+        )
+        if any(a is not None and b is not None for _, a, b in waits):
+            events.append(_meta("thread_name", pid, "before synthesis", _WAITS_TID))
+        for name, a, b in waits:
+            if a is not None and b is not None:
+                events.append(_complete(name, pid, _WAITS_TID, a, b, {"job": job.job_id, "duration_ms": _ms(b - a)}))
         for p in sorted(job.partitions.values(), key=lambda q: q.index):
             events.append(
                 _meta("thread_name", pid, "monolithic" if job.monolithic else f"partition {p.index}", p.index)
@@ -104,6 +117,7 @@ def _job_events(timeline: Timeline) -> list[dict[str, Any]]:
                 args.update({f"GPU_TIMING {k}": v for k, v in p.gpu_timing.items()})
                 args.update({f"FIN_TIMING {k}": v for k, v in p.fin_timing.items()})
                 args.update({f"CUZK_TIMING {k}": v for k, v in p.cuzk_timing.items()})
+                args.update({f"CUZK_NTT_H {k}": v for k, v in p.ntt_timing.items()})
                 holds.append(_Hold(p.worker, p.gpu_start, p.gpu_end, args))
     return events + _gpu_events(holds)
 

@@ -261,6 +261,12 @@ def test_scheduler_and_budget_waits_before_synthesis(tmp_path: Path) -> None:
     phases = report_of(path)["phases"]
     assert isinstance(phases, dict)
     assert phases["budget_wait"]["median_s"] == pytest.approx(5.0)
+    out = tmp_path / "trace.json"
+    assert main(["export", str(path), "-o", str(out)]) == 0
+    waits = {
+        e["name"]: e["dur"] for e in json.loads(out.read_text())["traceEvents"] if e.get("cat", "").endswith("wait")
+    }
+    assert waits == {"scheduler wait": 2_000_000, "budget wait": 5_000_000}
 
 
 def test_evictions_and_budget_stalls_become_notices_and_marks(tmp_path: Path) -> None:
