@@ -210,9 +210,13 @@ def _phase1_fields(raw: bytes) -> dict[str, object]:
         if raw.startswith(_VANILLA_KEY, vp_at):
             vp_at += len(_VANILLA_KEY)
             colon = raw.find(b":", vp_at)
-            span = raw[vp_at:tail_at]
-            balanced = span.count(b"[") == span.count(b"]") and span.count(b"{") == span.count(b"}")
-            if balanced and raw.startswith(b"{", vp_at) and raw.startswith(b"[", colon + 1) and span.endswith(b"]}"):
+            # Counted in place (a slice would copy the 45 MB).
+            balanced = all(
+                raw.count(opening, vp_at, tail_at) == raw.count(closing, vp_at, tail_at)
+                for opening, closing in ((b"[", b"]"), (b"{", b"}"))
+            )
+            ends = raw.startswith(b"{", vp_at) and raw.startswith(b"[", colon + 1) and raw.endswith(b"]}", 0, tail_at)
+            if balanced and ends:
                 variant = json.loads(raw[vp_at + 1 : colon])
                 tail: dict[str, object] = json.loads(b"{" + raw[tail_at + 1 :])
                 return {"registered_proof": name, "vanilla_proofs": {variant: []}, **tail}

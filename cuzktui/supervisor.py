@@ -392,6 +392,7 @@ class Supervisor:
         on_event: EventSink | None = None,
         on_progress: Callable[[str], None] | None = None,
         memory_limit: int | None = None,
+        payload_allowance: int = 0,
         start_timeout: float = DEFAULT_START_TIMEOUT_S,
         stop_grace: float = DEFAULT_STOP_GRACE_S,
         env: Mapping[str, str] | None = None,
@@ -403,6 +404,10 @@ class Supervisor:
         self.status_url: str | None = None
         self.log_path: Path | None = session.daemon_log_path if program is not None else None
         self.memory_limit = memory_limit
+        # Real bytes added to the cgroup beyond ``memory_limit`` for proof inputs in flight: an
+        # emulated box (the engine at memory_scale) cannot scale the inputs it receives, which on
+        # the box it stands for cost nothing that matters (see cuzktui.bench.payload_allowance).
+        self.payload_allowance = payload_allowance
         self.start_timeout = start_timeout
         self.stop_grace = stop_grace
         self._on_event = on_event
@@ -469,12 +474,15 @@ class Supervisor:
             assert self.memory_limit is not None
             name = f"cuzk-tui-{self.session.path.name}-{os.getpid()}"
             try:
-                self.cgroup = MemoryCgroup.create(name, self.memory_limit)
+                self.cgroup = MemoryCgroup.create(name, self.memory_limit + self.payload_allowance)
             except CgroupError as error:
                 raise SupervisorError(
                     f"cannot run the daemon under a {self.memory_limit}-byte memory limit: {error}"
                 ) from error
-            self.session.write_meta({"cgroup": {"path": str(self.cgroup.path), "limit_bytes": self.memory_limit}})
+            cgroup = {"path": str(self.cgroup.path), "limit_bytes": self.memory_limit}
+            if self.payload_allowance:
+                cgroup["payload_allowance_bytes"] = self.payload_allowance
+            self.session.write_meta({"cgroup": cgroup})
         return self.cgroup
 
     async def start(self, config_text: str, changes: Sequence[str] = ()) -> ev.DaemonReadyObserved:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import signal
@@ -26,6 +27,7 @@ from cuzktui.supervisor import (
     extract_error_report,
     free_loopback_port,
 )
+from cuzktui.system import read_cgroup_memory
 from tests.conftest import engine_config_text, memory_cgroup_or_skip, post_vanilla, require_engine
 
 FATAL = 'Error: failed to load config from "/x/cuzk.toml"\n\nCaused by:\n    TOML parse error at line 1, column 10\n'
@@ -237,3 +239,29 @@ def test_free_loopback_ports_stay_out_of_the_kernels_ephemeral_range() -> None:
     ports = {free_loopback_port(rng=rng) for _ in range(50)}
     assert all(1024 <= port < low for port in ports)
     assert len(ports) > 40  # spread, so two test processes rarely try the same one
+
+
+async def test_the_payload_allowance_widens_the_cgroup_not_the_modelled_limit(tmp_path: Path) -> None:
+    require_engine()
+    memory_cgroup_or_skip()
+    session = SessionWriter(tmp_path / "session")
+    supervisor = Supervisor(
+        session,
+        engine_program(),
+        listen=f"unix://{tmp_path}/d.sock",
+        memory_limit=1 * GiB,
+        payload_allowance=64 << 20,
+        start_timeout=60,
+    )
+    try:
+        await supervisor.start(engine_config_text(memory={"total_budget": "200GiB"}))
+        assert supervisor.cgroup is not None
+        assert read_cgroup_memory(supervisor.cgroup.path).limit_bytes == GiB + (64 << 20)
+    finally:
+        await supervisor.close(stop=True)
+        session.close()
+    events = list(iter_session_events(session.path))
+    launched = next(e for e in events if isinstance(e, ev.DaemonLaunched))
+    assert launched.memory_limit_bytes == GiB  # the box the engine stands for
+    meta = json.loads(session.meta_path.read_text())
+    assert meta["cgroup"]["payload_allowance_bytes"] == 64 << 20

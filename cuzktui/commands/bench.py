@@ -32,6 +32,7 @@ from ..bench import (
     c1_identity_warning,
     format_summary,
     install_cancel_signals,
+    payload_allowance,
     set_config_value,
     snap_commitments,
 )
@@ -48,6 +49,7 @@ from ..supervisor import (
     SupervisorError,
     choose_program,
     config_addresses,
+    engine_memory_scale,
     free_loopback_port,
     private_listen_address,
 )
@@ -186,7 +188,13 @@ async def _run(plan: _Plan, session: SessionWriter) -> BenchSummary | str:
         warning = c1_identity_warning(first.vanilla_proof, o.params.miner_id, first.sector_number)
         if warning is not None:
             _progress(f"warning: {warning}")
-    supervisor = Supervisor(session, plan.program, memory_limit=plan.memory_limit, on_progress=_progress)
+    allowance = 0
+    if plan.memory_limit is not None and plan.program.mode == "engine":
+        scale = engine_memory_scale(plan.config_text)
+        allowance = payload_allowance(plan.requests, o.concurrency, 1.0 if scale is None else scale)
+    supervisor = Supervisor(
+        session, plan.program, memory_limit=plan.memory_limit, payload_allowance=allowance, on_progress=_progress
+    )
     memory = _LastMemory(session)
     runner = BenchRunner(
         supervisor, plan.options, plan.config_text, requests=plan.requests, bench_id=plan.bench_id,
