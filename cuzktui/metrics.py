@@ -27,7 +27,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from threading import Thread
 from typing import Final
+from wsgiref.simple_server import WSGIServer
 
+from prometheus_client import start_http_server
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -40,7 +42,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from .client import ClientError, DaemonClient
 from .daemon_facts import BY_DISPLAY
-from .model import SessionModel
+from .model import Series, SessionModel
 from .timeline import Timeline
 
 # Phase durations of real proofs run from well under a second (a GPU queue wait) to many minutes
@@ -199,9 +201,8 @@ class MetricsSnapshot:
     daemon: tuple[Metric, ...] = ()
 
 
-def _last(series: object) -> float | None:
-    last = getattr(series, "last", None)
-    point = last() if callable(last) else None
+def _last(series: Series) -> float | None:
+    point = series.last()
     return point[1] if point is not None else None
 
 
@@ -249,11 +250,10 @@ def snapshot_of(
         oom_kills=len(model.oom_kills),
         budget_total_bytes=_last(model.budget_total) if running else None,
         budget_used_bytes=_last(model.budget_used) if running else None,
-        srs_resident_bytes=getattr(status, "srs_resident_bytes", None) if running else None,
-        pce_resident_bytes=getattr(status, "pce_resident_bytes", None) if running else None,
-        # Read defensively: the model grows these as the log parser learns the lines.
-        evictions=len(getattr(model, "evictions", ())),
-        budget_stalls=len(getattr(model, "budget_stalls", ())),
+        srs_resident_bytes=status.srs_resident_bytes if status is not None and running else None,
+        pce_resident_bytes=status.pce_resident_bytes if status is not None and running else None,
+        evictions=len(model.evictions),
+        budget_stalls=len(model.budget_stalls),
         gpus=gpus,
         jobs_by_kind=jobs.outcomes(),
         phases=jobs.phases(),
@@ -341,7 +341,7 @@ class MetricsExporter:
         self.registry.register(self.collector)
         self._jobs = FinishedJobs()
         self._daemon: list[Metric] = []
-        self._server: tuple[object, Thread] | None = None
+        self._server: tuple[WSGIServer, Thread] | None = None
 
     def daemon_text(self, text: str | None) -> None:
         """The latest GetMetrics reply (None: the daemon did not answer; its figures are dropped)."""
@@ -377,15 +377,12 @@ class MetricsExporter:
         self.collector.snapshot = snapshot_of(model, self._jobs, self._daemon)
 
     def serve(self, host: str, port: int) -> None:
-        from prometheus_client import start_http_server
-
         self._server = start_http_server(port, addr=host, registry=self.registry)
 
     def close(self) -> None:
         if self._server is not None:
             server, thread = self._server
-            shutdown = getattr(server, "shutdown", None)
-            if callable(shutdown):
-                shutdown()
+            server.shutdown()
+            server.server_close()
             thread.join(timeout=5)
             self._server = None

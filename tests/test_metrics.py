@@ -249,3 +249,26 @@ def test_prune_removes_only_expired_sessions(tmp_path: Path) -> None:
     removed = prune_sessions(tmp_path, parse_age("7d"), time.time(), [spared.path])
     assert removed == [old.path]
     assert not old.path.exists() and young.path.exists() and spared.path.exists()
+
+
+def test_the_endpoint_serves_openmetrics_on_request_and_frees_its_port_when_closed() -> None:
+    import urllib.request
+
+    from cuzktui.supervisor import free_loopback_port
+
+    port = free_loopback_port()
+    exporter = MetricsExporter()
+    exporter.refresh(a_box_that_was_oom_killed())
+    exporter.serve("127.0.0.1", port)
+    try:
+        accept = {"Accept": "application/openmetrics-text; version=1.0.0"}
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/metrics", headers=accept)
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.headers["Content-Type"].startswith("application/openmetrics-text")
+            body = response.read().decode()
+        assert "cuzk_oom_kills_total 1.0" in body and body.endswith("# EOF\n")
+    finally:
+        exporter.close()
+    again = MetricsExporter()
+    again.serve("127.0.0.1", port)  # would raise "address in use" had the first kept it
+    again.close()
