@@ -4,14 +4,18 @@ The installed console script runs in a detached tmux session on a private server
 so no other tmux server is touched, and ``-f`` a config of our own so no user config applies).
 The test reads the screen with ``capture-pane``, switches to the Bench screen, finds the
 benchmark's summary, quits with ``q`` and chooses "stop" in the dialog; the TUI must exit with
-status 0 and leave no daemon behind. The tmux server is killed in teardown whatever happens.
+status 0 and leave no daemon behind. Another run leaves a benchmark running, pastes the printed
+attach line and finds the benchmark on the Bench screen. The tmux server is killed in teardown
+whatever happens.
 Textual draws on stderr, so nothing is redirected.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -153,14 +157,19 @@ def test_run_bench_in_tmux_shows_the_summary_and_quit_stops_the_daemon(e2e: E2E)
     assert "porep × 3, concurrency 2 · completed" in text
     assert sum(" COMPLETED " in line for line in text.splitlines()) == 3
     # The runner has ended and the TUI relaunched its daemon: the header says ready again.
-    tmux.wait_for(lambda s: s.splitlines()[0].rstrip().endswith("— ready"), "the relaunched daemon ready", 60)
+    # (The runner's own daemon is "ready" too until the runner stops it: wait for the third launch.)
+    tmux.wait_for(
+        lambda s: len(daemon_pids(e2e.session)) == 3 and s.splitlines()[0].rstrip().endswith("— ready"),
+        "the relaunched daemon ready",
+        60,
+    )
     pids = daemon_pids(e2e.session)
     assert len(pids) == 3  # the TUI's, the runner's, the TUI's again
     assert alive(pids[-1]) and not any(alive(pid) for pid in pids[:-1])
 
     # Quit: the dialog says the daemon still runs; "s" stops it and the TUI exits cleanly.
     tmux.keys("q")
-    tmux.wait_for(lambda s: f"Still running: the daemon (pid {pids[-1]})" in s, "the quit dialog", 30)
+    tmux.wait_for(lambda s: f"Still running: the daemon (pid {pids[-1]}," in s, "the quit dialog", 30)
     tmux.keys("s")
     deadline = time.monotonic() + 60
     while tmux.pane("#{pane_dead}") != "1":
@@ -208,3 +217,48 @@ def test_first_launch_with_cuzk_daemon_on_path_and_no_config_serves_and_says_whe
         time.sleep(0.2)
     assert rc_file.read_text().strip() == "0"
     assert [pid for pid in recorded_pids(e2e.session) if alive(pid)] == []
+
+
+def test_leave_running_prints_one_attach_line_that_shows_the_benchmark_again(e2e: E2E, tmp_path: Path) -> None:
+    tmux = e2e.tmux
+    # Slow enough (seconds per proof) that the benchmark is still running when the TUI leaves.
+    e2e.config.write_text(e2e.config.read_text().replace("time_scale = 0.0005", "time_scale = 0.02"))
+    # tmux does not always record the exit status of a pane's process: the shell writes it down.
+    rc_file = tmp_path / "rc"
+    tmux.start(
+        ["sh", "-c", '"$1" --engine --config "$2" --session "$3" --run-bench porep:20:1; echo $? > "$4"', "sh",
+         str(CUZK_TUI), str(e2e.config), str(e2e.session), str(rc_file)]
+    )  # fmt: skip
+    tmux.wait_for(lambda s: "cuzk-engine (embedded emulator)" in s, "the TUI's title", 60)
+    tmux.keys("4")
+    tmux.wait_for(lambda s: "porep × 20, concurrency 1" in s, "the benchmark under way", BENCH_S)
+
+    # Leave: the dialog says what keeps running; the terminal gets one attach line, whole.
+    tmux.keys("q")
+    # The dialog wraps its text: look for words, not a whole phrase.
+    tmux.wait_for(lambda s: "Leave running [l]" in s and "runner" in s, "the quit dialog naming the runner", 30)
+    tmux.keys("l")
+    deadline = time.monotonic() + 60
+    while not rc_file.exists() or not rc_file.read_text().strip():
+        assert time.monotonic() < deadline, f"the TUI did not exit; the screen was:\n{tmux.screen()}"
+        time.sleep(0.2)
+    # -J undoes the terminal's own wrapping; -S - includes what scrolled into the pane's history.
+    joined = tmux.run("capture-pane", "-p", "-J", "-S", "-", "-t", tmux.server)
+    assert rc_file.read_text().strip() == "0", joined[:1000]
+    lines = [line.rstrip() for line in joined.splitlines()]
+    assert "cuzk-tui: left running:" in lines, joined[:1000]
+    (attach,) = [line for line in lines if line.startswith("cuzk-tui attach ")]
+    assert len(attach) > WIDTH, "long enough that only an unwrapped line pastes whole"
+    assert json.loads((e2e.session / "meta.json").read_text())["left_running"]["attach"] == attach
+
+    # Paste it: the same session, with the benchmark's progress and results on the Bench screen.
+    tmux.run("respawn-pane", "-k", "-t", tmux.server, str(CUZK_TUI), *shlex.split(attach)[1:])
+    tmux.wait_for(lambda s: "attached to" in s, "the attached TUI", 60)
+    tmux.keys("4")
+    tmux.wait_for(
+        lambda s: "completed 20 · failed 0" in s, "the detached benchmark's results after re-attaching", BENCH_S
+    )
+    tmux.keys("q")
+    with contextlib.suppress(AssertionError):
+        tmux.wait_for(lambda s: "Still running" in s, "the quit dialog", 5)
+        tmux.keys("s")

@@ -9,7 +9,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Grid, Horizontal, Vertical
+from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
@@ -76,7 +76,9 @@ class QuitScreen(ModalScreen[bool | None]):
 
     def compose(self) -> ComposeResult:
         attach = self.attach or "cuzk-tui attach <address>"
-        with Grid(id="quit-dialog"):
+        # A column, not a grid: a grid sizes an auto row spanning columns by one column's width, which
+        # left a long attach command's dialog taller than the screen (its top scrolled away).
+        with Vertical(id="quit-dialog"):
             yield Label(
                 Text.assemble(
                     ("Still running: ", "bold"),
@@ -86,10 +88,11 @@ class QuitScreen(ModalScreen[bool | None]):
                 ),
                 id="quit-question",
             )
-            # Plain Text: "[s]" would otherwise be read as markup and vanish.
-            yield Button(Text("Stop and quit [s]"), variant="error", id="quit-stop")
-            yield Button(Text("Leave running [l]"), variant="primary", id="quit-leave")
-            yield Button(Text("Cancel [esc]"), id="quit-cancel")
+            with Horizontal(id="quit-buttons"):
+                # Plain Text: "[s]" would otherwise be read as markup and vanish.
+                yield Button(Text("Stop and quit [s]"), variant="error", id="quit-stop")
+                yield Button(Text("Leave running [l]"), variant="primary", id="quit-leave")
+                yield Button(Text("Cancel [esc]"), id="quit-cancel")
 
     def action_choose(self, choice: bool | None) -> None:
         self.dismiss(choice)
