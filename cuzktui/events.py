@@ -362,6 +362,8 @@ class DaemonLaunched:
     # The engine's [engine] memory_scale (real bytes per nominal byte); None for a real daemon.
     # The model shows an engine's memory in nominal bytes so the charts read as the emulated box.
     memory_scale: float | None = None
+    # The engine's [engine] time_scale (real seconds per modelled second); None for a real daemon.
+    time_scale: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,16 +68,21 @@ def session_rate(model: SessionModel) -> tuple[float, float] | None:
         return None
     window = min(RATE_WINDOW_S, now - span[0])
     rate = model.timeline.proofs_per_hour(window, now) if window > 0 else None
-    return None if rate is None else (rate, window)
+    if rate is None:
+        return None
+    scale = model.daemon.time_scale
+    # An engine's log runs time_scale times faster than the box it models: per box hour, over box seconds.
+    return (rate, window) if scale is None else (rate * scale, window / scale)
 
 
 def bench_per_hour(bench: BenchState, now: float | None) -> float | None:
-    """The benchmark's throughput: its own figure once finished, else completed over elapsed."""
+    """The benchmark's throughput: its own figure once finished, else completed over elapsed (both in
+    the modelled box's time for an engine run, as the bench records them)."""
     if bench.finished is not None:
         return bench.finished.proofs_per_hour
     if now is None or now <= bench.started_t or not bench.completed:
         return None
-    return bench.completed * 3600.0 / (now - bench.started_t)
+    return bench.completed * 3_600_000.0 / bench.box_ms(round((now - bench.started_t) * 1000))
 
 
 def apply_stage(model: SessionModel, runs_before: int) -> str:

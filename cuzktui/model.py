@@ -105,6 +105,7 @@ class DaemonState:
     memory_limit_bytes: int | None = None
     cgroup_path: str | None = None  # the memory cgroup the tool made for it
     memory_scale: float | None = None  # the engine's real bytes per nominal byte
+    time_scale: float | None = None  # the engine's real seconds per modelled second
     launched_t: float | None = None
     ready_t: float | None = None
     startup_s: float | None = None
@@ -357,6 +358,7 @@ class SessionModel:
                 memory_limit_bytes=event.memory_limit_bytes,
                 cgroup_path=event.cgroup_path,
                 memory_scale=event.memory_scale,
+                time_scale=event.time_scale,
                 launched_t=event.t,
                 runs=runs,
             )

@@ -274,6 +274,15 @@ def free_loopback_port(*, rng: random.Random | None = None, attempts: int = 200)
         return chosen
 
 
+def engine_time_scale(config_text: str) -> float | None:
+    """``[engine] time_scale`` of an engine config (its default when unset); None if unreadable."""
+    try:
+        value = ConfigDocument.parse(config_text).get("engine", "time_scale")
+    except (ConfigError, ValueError):
+        return None
+    return float(value) if isinstance(value, int | float) and value > 0 else None
+
+
 def engine_memory_scale(config_text: str) -> float | None:
     """``[engine] memory_scale`` of an engine config (its default when unset); None if unreadable."""
     try:
@@ -544,6 +553,7 @@ class Supervisor:
                 cgroup_path=cgroup_path,
                 memory_limit_bytes=self.memory_limit,
                 memory_scale=engine_memory_scale(config_text) if self.program.mode == "engine" else None,
+                time_scale=engine_time_scale(config_text) if self.program.mode == "engine" else None,
             )
         )
         self._watch = _ExitWatch(self.pid, self._proc.poll)

@@ -93,3 +93,20 @@ def test_apply_stage_reads_the_restart_from_the_run_counter_and_phase() -> None:
     assert apply_stage(model, runs) == "restarting: waiting for the daemon to serve"
     model.apply(ev.DaemonReadyObserved(T0 + 9, 2, 3.0))
     assert apply_stage(model, runs) == "ready"
+
+
+def test_an_engines_rates_are_per_hour_of_the_box_it_models() -> None:
+    model = SessionModel()
+    model.apply(ev.DaemonLaunched(T0 - 1, "engine", 7, ("cuzk-engine",), None, "unix:///s", None, time_scale=0.02))
+    end = one_job(model, T0, "j1")
+    rate = session_rate(model)
+    assert rate is not None
+    per_hour, window = rate
+    # One proof in (end − T0) real seconds is one proof in 50 × as many seconds of the modelled box.
+    assert window == (end - T0) * 50
+    assert per_hour == 3600.0 / window
+    model.apply(ev.BenchStarted(T0, "b1", "porep", 4, 2, 3, time_scale=0.02))
+    model.apply(ev.ProofFinished(T0 + 18, "b1", "j1", "porep", "COMPLETED"))
+    bench = model.bench
+    assert bench is not None
+    assert bench_per_hour(bench, T0 + 36) == 2.0  # 36 real seconds are the box's half hour

@@ -168,7 +168,8 @@ def pipeline_content(model: SessionModel) -> Content:
     ]
     rate = session_rate(model)
     if rate is not None:
-        parts.append(f" · {rate[0]:.1f}/h (last {duration(rate[1])})")
+        clock = ", box time" if model.daemon.time_scale is not None else ""
+        parts.append(f" · {rate[0]:.1f}/h (last {duration(rate[1])}{clock})")
     if counts.runs > 1:
         parts.append(f" · run {counts.runs}: {counts.run_completed}")
     bench = model.bench
@@ -181,7 +182,7 @@ def pipeline_content(model: SessionModel) -> Content:
             parts.append(f" · {bench.finished.outcome}")
         bench_rate = bench_per_hour(bench, model.last_t)
         if bench_rate is not None:
-            parts.append(f" · {bench_rate:.1f}/h")
+            parts.append(f" · {bench_rate:.1f}/h" + (" box time" if bench.time_scale is not None else ""))
         parts.append(f" · concurrency {bench.concurrency}")
     return Content.assemble(*parts)
 
