@@ -18,15 +18,14 @@ from .units import GiB, MiB, daemon_size, format_size
 # What each client prints when the daemon dies under a Prove call, observed with the real clients
 # against the real daemon and the engine (docs: cuzk-interface §000). No client can tell an OOM kill
 # from a SIGKILL or a SIGTERM: the texts are the same, which is why the tool must say the cause.
+# Quoted first, sources in this comment (a dashboard line is cut at the panel's width):
+# cuzk-bench/src/main.rs do_prove's "Prove RPC failed" context over tonic's transport error, exit 1
+# and no summary; lib/cuzk/client.go Client.Prove's "cuzk Prove RPC: %w" over grpc-go's Unavailable.
 CUZK_BENCH_SAW: Final = (
-    'cuzk-bench (cuzk-bench/src/main.rs do_prove): "Error: Prove RPC failed" caused by "transport error" / '
-    '"connection error" / "stream closed because of a broken pipe" (while still sending a large C1); '
-    "exit 1, no summary"
+    'cuzk-bench: "Error: Prove RPC failed … transport error" ("… stream closed because of a broken pipe" '
+    "while still sending a large C1), exit 1"
 )
-CURIO_SAW: Final = (
-    'Curio (lib/cuzk/client.go Client.Prove): "cuzk Prove RPC: rpc error: code = Unavailable '
-    'desc = error reading from server: EOF"'
-)
+CURIO_SAW: Final = 'Curio: "rpc error: code = Unavailable desc = error reading from server: EOF"'
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,20 +70,27 @@ def budget_root_cause(facts: BudgetFacts, suggested: int | None = None) -> str |
     """The budget above the memory the daemon lives in, with the arithmetic; None when it is not.
 
     ``suggested`` is the budget to set instead (the planner's cgroup-aware one), said with the cause.
+    The text is one clause per line, so a narrow panel shows every figure; where one line is
+    wanted, the lines joined by a space read as one sentence (:func:`one_line`).
     """
     if facts.resolved <= facts.limit:
         return None
-    fix = f'; set total_budget = "{format_budget(suggested)}"' if suggested is not None else ""
+    fix = f';\nset total_budget = "{format_budget(suggested)}"' if suggested is not None else ""
     if facts.setting == "auto":
         return (
-            f'total_budget = "auto" took MemTotal ({facts.mem_total_source}, {format_size(facts.mem_total)}) '
-            f"− safety_margin ({format_size(facts.safety_margin)}) = {format_size(facts.resolved)}, above "
+            f'total_budget = "auto" took MemTotal\n({facts.mem_total_source}, {format_size(facts.mem_total)})\n'
+            f"− safety_margin ({format_size(facts.safety_margin)}) = {format_size(facts.resolved)},\nabove "
             f"{facts.limit_source} of {format_size(facts.limit)}{fix}"
         )
     return (
-        f'total_budget = "{facts.setting}" ({format_size(facts.resolved)}) is above '
+        f'total_budget = "{facts.setting}" ({format_size(facts.resolved)})\nis above '
         f"{facts.limit_source} of {format_size(facts.limit)}{fix}"
     )
+
+
+def one_line(text: str) -> str:
+    """A one-clause-per-line text (:func:`budget_root_cause`) as one line."""
+    return " ".join(text.splitlines())
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +117,7 @@ def oom_verdict(facts: BudgetFacts, *, allowance: int, outside: int | None, kind
     if root is not None:
         # The planner's budget, not limit − outside: a sample's RSS and its /status budget are read
         # moments apart, so while reservations grow fast "outside" reads far too high.
-        return OomVerdict("budget_above_limit", root, format_budget(allowance))
+        return OomVerdict("budget_above_limit", one_line(root), format_budget(allowance))
     if outside is not None:
         room = facts.limit - outside
         measured = f"memory outside the budget was {format_size(outside)} (RSS − reservations in use)"

@@ -6,7 +6,15 @@ import pytest
 
 from cuzktui import events as ev
 from cuzktui.controller import Identity
-from cuzktui.diagnosis import CURIO_SAW, CUZK_BENCH_SAW, BudgetFacts, budget_root_cause, client_view, oom_verdict
+from cuzktui.diagnosis import (
+    CURIO_SAW,
+    CUZK_BENCH_SAW,
+    BudgetFacts,
+    budget_root_cause,
+    client_view,
+    one_line,
+    oom_verdict,
+)
 from cuzktui.model import SessionModel
 from cuzktui.planner import cgroup_aware_budget
 from cuzktui.supervisor import classify_exit, gather_budget_facts
@@ -25,14 +33,16 @@ def _facts(setting: str, *, mem_total: int = 512 * GiB, limit: int | None = 256 
 def test_auto_takes_memtotal_minus_the_margin_and_ignores_the_cgroup() -> None:
     facts = _facts("auto")
     assert facts.resolved == 507 * GiB and facts.limit == 256 * GiB
-    assert budget_root_cause(facts, suggested=182 * GiB) == (
+    root = budget_root_cause(facts, suggested=182 * GiB)
+    assert root is not None and one_line(root) == (
         'total_budget = "auto" took MemTotal (the host\'s RAM, 512 GiB) − safety_margin (5 GiB) = 507 GiB, '
         'above this cgroup\'s limit of 256 GiB; set total_budget = "182GiB"'
     )
+    assert max(len(line) for line in root.splitlines()) <= 48, "each clause fits a dashboard panel"
 
 
 def test_an_explicit_budget_above_the_limit_is_said_and_one_within_it_is_not_a_root_cause() -> None:
-    assert budget_root_cause(_facts("300GiB")) == (
+    assert one_line(budget_root_cause(_facts("300GiB")) or "") == (
         'total_budget = "300GiB" (300 GiB) is above this cgroup\'s limit of 256 GiB'
     )
     assert budget_root_cause(_facts("200GiB")) is None
@@ -113,5 +123,6 @@ def test_the_dashboard_says_the_root_cause_and_what_clients_saw() -> None:
     )
     model.apply(exit)
     text = daemon_content(model, Identity("engine", "cuzk-engine", None)).plain
-    assert f"why: {exit.root_cause}" in text
+    assert exit.root_cause is not None
+    assert all(line in text for line in exit.root_cause.splitlines()) and "why: total_budget" in text
     assert f"clients saw · {CURIO_SAW}" in text and f"clients saw · {CUZK_BENCH_SAW}" in text

@@ -92,9 +92,11 @@ def daemon_content(model: SessionModel, identity: Identity) -> Content:
         # operator asked for is reported, not alarmed about.
         expected = d.exit.cause in ("stopped", "clean")
         parts += [(f" {_exit_headline(d.exit)} ", "bold" if expected else "bold reverse $error"), "\n"]
-        parts += [(f"  · {line}\n", "dim" if expected else "$error") for line in d.exit.evidence]
         if d.exit.root_cause:
-            parts.append((f"  why: {d.exit.root_cause}\n", "bold $error"))
+            # Right under the headline: the panel is a few lines high, and this is what to act on.
+            why = d.exit.root_cause.splitlines()
+            parts += [(f"  {'why: ' if i == 0 else '     '}{line}\n", "bold $error") for i, line in enumerate(why)]
+        parts += [(f"  · {line}\n", "dim" if expected else "$error") for line in d.exit.evidence]
         if not expected:
             # The clients' texts, so operators can match their logs: none of them names the cause.
             parts += [(f"  clients saw · {line}\n", "dim") for line in client_view(d.exit.cause)]
