@@ -28,6 +28,7 @@ __all__ = ["recorders"]  # the fixture, imported for this module's tests
 ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "contrib" / "prometheus" / "cuzk.rules.yml"
 RULE_TESTS = ROOT / "contrib" / "prometheus" / "cuzk.rules.test.yml"
+DASHBOARD = ROOT / "contrib" / "grafana" / "cuzk.json"
 
 needs_promtool = pytest.mark.skipif(
     shutil.which("promtool") is None, reason="promtool (Debian's prometheus package) is not installed"
@@ -137,6 +138,16 @@ def test_prometheus_scrapes_a_recorded_benchmark(
     reading = fleet.fetch_all([target], 0.0)[target.name]
     assert isinstance(reading, Reading), reading
     assert reading.daemon_up and reading.completed == 2 and reading.rss_bytes is not None and reading.rss_bytes > 0
+
+    # Every query of the Grafana dashboard is PromQL the server accepts (Grafana's variables filled in).
+    dashboard = json.loads(DASHBOARD.read_text())
+    grafana = {"$instance": ".*", "$__rate_interval": "1m", "$__range": "1h"}
+    for panel in dashboard["panels"]:
+        for target in panel["targets"]:
+            expr = target["expr"]
+            for variable, value in grafana.items():
+                expr = expr.replace(variable, value)
+            server.query(expr)  # asserts status "success"
 
     scraped = box.scrape()
     assert scraped is not None
