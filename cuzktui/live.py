@@ -413,7 +413,10 @@ class LiveController(LocalQueries):
         return ConfigDocument.parse(self._config_text).effective()
 
     def daemon_running(self) -> bool:
-        return self.supervisor is not None and self.supervisor.running
+        """A daemon this tool launched runs (quitting asks about it); an attached one was never ours to
+        stop, so leaving an attach asks nothing."""
+        s = self.supervisor
+        return s is not None and s.running and s.program is not None
 
     def bench_running(self) -> bool:
         return self._bench_proc is not None and self._bench_proc.poll() is None

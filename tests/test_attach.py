@@ -208,6 +208,7 @@ async def test_the_log_is_read_from_journald_with_an_argument_list(
         await polled_until(
             controller, lambda: argv_file.exists() and controller.model.daemon.phase == "ready", "journalctl started"
         )
+        assert not controller.daemon_running(), "an attached daemon is not ours: quitting asks nothing"
         args = argv_file.read_text().split("\n")[:-1]
         assert args[:6] == ["-o", "cat", "-f", "-u", "cuzk.service", "--since"]
         assert args[6].startswith("@") and int(args[6][1:]) <= time.time()  # this daemon run's start
