@@ -113,7 +113,7 @@ def oom_verdict(facts: BudgetFacts, *, allowance: int, outside: int | None, kind
     """
     limit = format_size(facts.limit)
     budget = format_size(facts.resolved)
-    root = budget_root_cause(facts)
+    root = budget_root_cause(facts, suggested=allowance)
     if root is not None:
         # The planner's budget, not limit − outside: a sample's RSS and its /status budget are read
         # moments apart, so while reservations grow fast "outside" reads far too high.

@@ -166,6 +166,7 @@ async def test_an_auto_budget_above_the_cgroup_is_lowered_once_and_said_why(tmp_
         "− safety_margin (5 GiB) = 507 GiB, above this cgroup's limit of 256 GiB"
     )
     assert f'total_budget = "{allowance}GiB"' in daemon.configs[-1]
+    assert restart.explanation.endswith(f'; set total_budget = "{allowance}GiB"')
     text = format_summary(summary)
     assert f"why:         {restart.explanation}" in text and CURIO_SAW in text
     recorded = [e for e in iter_session_events(session.path)]
