@@ -99,7 +99,7 @@ async def record(options: LiveOptions, keep_s: float | None) -> int:
     _say(f"recording {controller.identity.title} into {session.path}")
     if options.metrics_address is not None:
         host, port = options.metrics_address
-        _say(f"metrics on http://{host}:{port}/metrics")
+        _say(f"metrics on http://{f'[{host}]' if ':' in host else host}:{port}/metrics")
     printer = _NoticePrinter()
     next_prune = 0.0
     try:
