@@ -58,6 +58,40 @@ class BenchRequest:
         return flags
 
 
+class PollBackoff:
+    """When the next poll runs after failures, and what to tell the operator about them.
+
+    A poll that fails every second would raise a notification every second and hammer a sick
+    daemon; instead the delay doubles per consecutive failure up to ``ceiling``, the first failure
+    is said once (with the retry policy), and the first success after failures is said once too.
+    """
+
+    def __init__(self, interval: float, ceiling: float = 30.0) -> None:
+        self.interval = interval
+        self.ceiling = max(ceiling, interval)
+        self.failures = 0  # consecutive failed polls
+
+    def delay(self) -> float:
+        """Seconds until the next poll."""
+        if self.failures == 0:
+            return self.interval
+        return min(self.ceiling, self.interval * 2.0 ** min(self.failures, 32))
+
+    def failed(self, error: BaseException) -> str | None:
+        """Count a failed poll; the message to show, only for the first of a run of failures."""
+        self.failures += 1
+        if self.failures > 1:
+            return None
+        return f"poll failed: {error}; retrying, less often while it fails (up to every {self.ceiling:g} s)"
+
+    def succeeded(self) -> str | None:
+        """Count a good poll; the message to show, only when it ends a run of failures."""
+        failures, self.failures = self.failures, 0
+        if failures == 0:
+            return None
+        return f"poll recovered after {failures} failed attempt{'s' if failures > 1 else ''}"
+
+
 @dataclass(frozen=True, slots=True)
 class Identity:
     """Who the UI is talking to, for the header and the dashboard's identity panel."""

@@ -171,6 +171,11 @@ def profile_memory_limit(profile_gib: int, memory_scale: float) -> int:
     return int(profile_gib * GiB * memory_scale)
 
 
+def _probe_memory_cgroup() -> None:
+    """Make and remove a small memory cgroup; CgroupError says why this host cannot."""
+    MemoryCgroup.create(f"cuzk-tui-probe-{os.getpid()}", 64 << 20).remove()
+
+
 class LiveController(LocalQueries):
     """Drives a live daemon for the UI (implements :class:`cuzktui.controller.Controller`)."""
 
@@ -237,7 +242,7 @@ class LiveController(LocalQueries):
             if o.profile_gib is not None and o.program.mode == "engine":
                 self._config_text = with_profile(self._config_text, o.profile_gib)
                 if limit is None:
-                    limit = self._profile_limit(o.profile_gib)
+                    limit = await self._profile_limit(o.profile_gib)
             self.supervisor = Supervisor(
                 self.session,
                 o.program,
@@ -321,11 +326,11 @@ class LiveController(LocalQueries):
             )
         return str(self.config_path() or "the config this tool launched the daemon with")
 
-    def _profile_limit(self, profile_gib: int) -> int | None:
+    async def _profile_limit(self, profile_gib: int) -> int | None:
         """The profile's cgroup size, or None (with a notice) where memory cgroups cannot be made."""
         try:
-            probe = MemoryCgroup.create(f"cuzk-tui-probe-{os.getpid()}", 64 << 20)
-            probe.remove()
+            # In a thread: removing the probe waits (up to seconds) for the kernel to release it.
+            await asyncio.to_thread(_probe_memory_cgroup)
         except CgroupError as error:
             self._notice(
                 "warning",
@@ -438,7 +443,8 @@ class LiveController(LocalQueries):
             raise ControllerError("; ".join(errors))
         text = doc.text()
         if self.options.config_file is not None:
-            save_atomic(text, self.options.config_file)
+            # Two fsyncs: seconds on a busy disk, so not on the UI's event loop.
+            await asyncio.to_thread(save_atomic, text, self.options.config_file)
         self._config_text = text
         s = self.supervisor
         if s.running:
@@ -495,7 +501,7 @@ class LiveController(LocalQueries):
         if s.running:
             await s.stop()  # the runner takes the daemon over (see the module docstring)
         config_path = session.path / "bench-config.toml"
-        save_atomic(self._config_text or "", config_path, mode=0o600)
+        await asyncio.to_thread(save_atomic, self._config_text or "", config_path, mode=0o600)
         program = self.options.program
         args = [
             "--config", str(config_path), "--kind", request.kind, "--count", str(request.count),

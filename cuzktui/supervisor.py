@@ -850,7 +850,8 @@ class Supervisor:
             self._watch.close()
         if self.cgroup is not None and not self.running:
             with contextlib.suppress(CgroupError, OSError):
-                self.cgroup.remove()
+                # Emptying a group can take seconds of polling: off the event loop.
+                await asyncio.to_thread(self.cgroup.remove)
             self.cgroup = None
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cuzktui.controller import BenchRequest, ControllerError
+from cuzktui.controller import BenchRequest, ControllerError, PollBackoff
 from cuzktui.replay import ReplayController
 
 
@@ -29,3 +29,17 @@ def test_replay_offers_its_clock_and_nothing_to_reattach_to(tmp_path: Path) -> N
 def test_replay_lists_the_sessions_beside_it(tmp_path: Path) -> None:
     replay = ReplayController(tmp_path)
     assert replay.list_sessions(tmp_path / "none") == []
+
+
+def test_a_failing_poll_backs_off_and_is_said_once_then_recovery_once() -> None:
+    backoff = PollBackoff(1.0, ceiling=8.0)
+    assert backoff.delay() == 1.0 and backoff.succeeded() is None
+    said = [backoff.failed(OSError("connection refused")) for _ in range(6)]
+    assert said[0] is not None and "connection refused" in said[0] and "8 s" in said[0]
+    assert said[1:] == [None] * 5
+    assert backoff.delay() == 8.0  # doubled per failure, held at the ceiling
+    recovered = backoff.succeeded()
+    assert recovered == "poll recovered after 6 failed attempts"
+    assert backoff.succeeded() is None and backoff.delay() == 1.0
+    assert backoff.failed(OSError("again")) is not None  # a new run of failures is said again
+    assert backoff.delay() == 2.0

@@ -26,7 +26,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Input
 
-from ..controller import Controller
+from ..controller import Controller, PollBackoff
 from ..units import format_duration
 from .messages import ApplyRecommended, OpenReplay
 from .modals import QuitScreen
@@ -109,7 +109,7 @@ class CuzkApp(App[None]):
         super().__init__()
         self.controller = controller
         self.ascii_only = ascii_only
-        self.poll_interval = poll_interval
+        self._backoff = PollBackoff(poll_interval)
         self._requested_theme = theme
         self._poll_timer: Timer | None = None
         self._drawn: dict[Screen[Any], tuple[int, int]] = {}
@@ -156,9 +156,15 @@ class CuzkApp(App[None]):
         try:
             await self.controller.poll()
         except Exception as exc:
-            self.notify(f"poll failed: {exc}", title="Controller", severity="error")
+            failed = self._backoff.failed(exc)
+            if failed is not None:
+                self.notify(failed, title="Controller", severity="error", timeout=15)
+        else:
+            recovered = self._backoff.succeeded()
+            if recovered is not None:
+                self.notify(recovered, title="Controller")
         self.refresh_visible()
-        self._poll_timer = self.set_timer(self.poll_interval, self._poll_tick)
+        self._poll_timer = self.set_timer(self._backoff.delay(), self._poll_tick)
 
     @work(exclusive=True, group="controller")
     async def _poll_tick(self) -> None:

@@ -433,3 +433,26 @@ async def test_stop_and_quit_while_a_poll_is_scheduled_leaves_no_unawaited_corou
         gc.collect()
     assert fake.shutdowns == [True]
     assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []
+
+
+async def test_a_failing_poll_is_said_once_and_its_recovery_once() -> None:
+    fake = FakeController(build_model([]))
+    fake.poll_error = ConnectionError("status endpoint refused")
+    app = CuzkApp(fake, poll_interval=0.01)
+
+    def said(text: str) -> int:
+        return sum(text in str(n.message) for n in app._notifications)
+
+    async with app.run_test() as pilot:
+        deadline = asyncio.get_running_loop().time() + 30
+        while fake.polls < 5 and asyncio.get_running_loop().time() < deadline:
+            await pilot.pause(0.02)
+        assert fake.polls >= 5
+        assert said("status endpoint refused") == 1
+        fake.poll_error = None
+        while said("poll recovered") == 0 and asyncio.get_running_loop().time() < deadline:
+            await pilot.pause(0.02)
+        polls = fake.polls
+        while fake.polls < polls + 3 and asyncio.get_running_loop().time() < deadline:
+            await pilot.pause(0.02)
+        assert said("poll recovered") == 1 and said("status endpoint refused") == 1

@@ -174,3 +174,16 @@ def test_snapshot_knobs(snap_compare: object) -> None:
         await pilot.pause()  # type: ignore[attr-defined]
 
     assert snap_compare(make_app(fake), terminal_size=(120, 40), run_before=edit)  # type: ignore[operator]
+
+
+async def test_apply_during_a_benchmark_says_the_controller_refuses_and_asks_nothing() -> None:
+    fake = FakeController(config=RUNNING)
+    fake.bench_is_running = True
+    app = make_app(fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        screen.field("pipeline.max_parallel_synthesis").query_one(Input).value = "8"
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        assert not isinstance(app.screen, ConfirmModal) and fake.applied == []
+        assert any("nothing is applied until it ends" in str(n.message) for n in app._notifications)

@@ -386,11 +386,19 @@ class KnobsScreen(Screen[None]):
         if not changes:
             self.notify("nothing to apply: the form matches the running config")
             return
+        if self.controller.bench_running():
+            # The controller refuses to restart a daemon the benchmark runner owns (LiveController.apply_config).
+            self.notify(
+                "a benchmark is running and owns the daemon: nothing is applied until it ends "
+                "(cancel it on the Bench screen or wait, then apply)",
+                title="Knobs",
+                severity="warning",
+                timeout=15,
+            )
+            return
         detail = Text()
         for name, value in changes.items():
             detail.append(f"{name}: {show_value(self._running_values.get(name))} → {show_value(value)}\n")
-        if self.controller.bench_running():
-            detail.append("\nA benchmark is running: its proofs in flight are drained first.\n", style="bold")
         detail.append("The daemon reloads its SRS on the next proof (tens of seconds).", style="dim")
 
         def confirmed(yes: bool | None) -> None:
