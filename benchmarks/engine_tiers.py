@@ -38,14 +38,14 @@ from engine.tracing import EnvFilter, Logger
 WARMUP = 2  # completions skipped: the first proof pays the SRS load and the PCE extraction
 PHASES = ("chan", "syn", "park", "gpu", "fin")
 EXPLANATION = """\
-What the model holds (engine/pipeline.py, engine/srs.py docstrings; reference §6.2, §6.4):
+What the model holds (engine/pipeline.py, engine/srs.py docstrings; docs/daemon-interface.md §6.2, §6.4):
   * budget: the dispatcher reserves 14 GiB per partition, then sends it into a channel of capacity
     synth_worker_count (the daemon's bounded mpsc channel): partitions waiting there ("chan") hold
     a reservation but no memory;
   * a synthesizing partition ("syn") maps its a/b/c + aux as the synthesis progresses, up to the
     measured 16 GiB (12 + 4); parked for the GPU ("park") and in the GPU before prove start returns
     ("gpu") 16 GiB; after prove start until finalize ("fin") the 4 GiB aux;
-  * pinned pool ("pin", engine/pinned.py, reference §6.6): once the first synthesis has completed,
+  * pinned pool ("pin", engine/pinned.py, docs/daemon-interface.md §6.6): once the first synthesis has completed,
     a synthesis checks out 3 page-locked a/b/c buffers of 3.88 GiB at its start (resident in full
     from then on; only the aux grows), checks them in at prove start and the pool keeps them,
     outside the budget, until a blocked budget acquisition has the evictor free the idle ones;
@@ -63,7 +63,7 @@ not see the pool, so none of this changes admission; but the dispatcher's acquis
 in every tier, each drains the idle pool, and the syntheses after it pay up to ~3 s of
 cudaHostAlloc: ~10 % more s/proof at 128 and 256 GiB (2 and 7 workers), little above that.
 The documented tiers were also measured with an older build (partition_workers naming,
-reference §11.1, §11.17), perhaps not all with the pinned pool."""
+docs/daemon-interface.md §11.1, §11.17), perhaps not all with the pinned pool."""
 
 
 def vm_hwm_bytes() -> int:

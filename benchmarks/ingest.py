@@ -1,6 +1,6 @@
 """Ingest throughput: parse_line and the Timeline against a bare line loop, on a synthetic log.
 
-The log imitates a busy PoRep run (reference §4): per partition six TIMELINE lines, the
+The log imitates a busy PoRep run (docs/daemon-interface.md §4): per partition six TIMELINE lines, the
 synthesis and GPU human lines (inside their spans), GPU_TIMING / FIN_TIMING and the C++
 CUZK_TIMING lines; every other job's human lines carry ANSI colour (the daemon's default).
 

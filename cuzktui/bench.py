@@ -48,7 +48,7 @@ from .session import open_private_append
 from .supervisor import DaemonStartError, Supervisor, SupervisorError, gather_budget_facts
 
 DEFAULT_MINER: Final = 1000  # cuzk-bench's --miner-id default
-# Curio's ProveTimeout (reference §1.8).
+# Curio's ProveTimeout (docs/daemon-interface.md §1.8).
 DEFAULT_PROOF_TIMEOUT_S: Final = 30 * 60.0
 # After the daemon's calls failed, how long to wait for the supervisor's exit diagnosis.
 _EXIT_DIAGNOSIS_WAIT_S: Final = 10.0
@@ -296,7 +296,7 @@ def build_requests(
     """The ``count`` requests of a benchmark, with Curio-style request ids.
 
     With ``input_path`` every request carries the file's proof (the ids get a ``-<n>`` suffix to
-    stay unique among in-flight jobs, reference §1.5), with the identity the file carries (a C1
+    stay unique among in-flight jobs, docs/daemon-interface.md §1.5), with the identity the file carries (a C1
     wrapper's SectorNum) unless a flag gives it. Without it the inputs come from the generator
     :mod:`cuzktui.proofinputs` (structurally complete, as the daemon parses them), each request a
     different sector / partition.

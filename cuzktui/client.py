@@ -1,6 +1,6 @@
 """The gRPC client for ``cuzk.v1.ProvingEngine`` and the poller of the HTTP ``/status`` endpoint.
 
-Errors are translated into what an operator needs to know (reference §1.2, DESIGN.md):
+Errors are translated into what an operator needs to know (docs/daemon-interface.md §1.2, docs/architecture.md):
 
 * a daemon that dies while a call is in flight (the kernel OOM killer's SIGKILL is the usual
   reason) shows up in gRPC as UNAVAILABLE, "Socket closed", "connection reset", "broken pipe"
@@ -11,7 +11,7 @@ Errors are translated into what an operator needs to know (reference §1.2, DESI
 * any other gRPC status is a :class:`DaemonCallError` with its code and message.
 
 Proof failures are not errors on this API: ``Prove`` / ``AwaitProof`` return OK with status
-FAILED (reference §1.2), and so do these methods.
+FAILED (docs/daemon-interface.md §1.2), and so do these methods.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from .events import StatusSnapshot
 from .proto import proving_pb2 as pb
 from .proto import proving_pb2_grpc as pb_grpc
 
-# The daemon decodes and encodes up to 128 MiB (reference §1.1); Curio's client allows 256 MiB,
+# The daemon decodes and encodes up to 128 MiB (docs/daemon-interface.md §1.1); Curio's client allows 256 MiB,
 # and a PoRep C1 input is ~51-68 MB (up to ~200 MB quoted), so match Curio.
 MAX_MESSAGE_BYTES: Final = 256 * 1024 * 1024
 _CHANNEL_OPTIONS: Final = (
@@ -39,7 +39,7 @@ _CHANNEL_OPTIONS: Final = (
     # A single attempt per call: a retried Prove after the daemon died would be a silent resubmission.
     ("grpc.enable_retries", 0),
 )
-# Curio gives GetStatus a 5 s deadline (reference §1.8).
+# Curio gives GetStatus a 5 s deadline (docs/daemon-interface.md §1.8).
 STATUS_TIMEOUT_S: Final = 5.0
 
 # Texts grpc-core uses when the connection could not be made at all.
@@ -188,12 +188,12 @@ class DaemonClient:
 
 
 # --------------------------------------------------------------------------------------------
-# HTTP /status (reference §5)
+# HTTP /status (docs/daemon-interface.md §5)
 # --------------------------------------------------------------------------------------------
 
 
 class StatusError(Exception):
-    """The status endpoint answered, but not with the JSON of reference §5."""
+    """The status endpoint answered, but not with the JSON of docs/daemon-interface.md §5."""
 
 
 def status_hostport(url: str) -> tuple[str, int]:

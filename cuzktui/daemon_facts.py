@@ -2,7 +2,7 @@
 
 One table for the engine (which imitates the daemon), the planner (which recommends knobs) and
 the UI (which names proof kinds): proof kinds and their names, partitions per proof, the
-budget reservations of reference §6.2, SRS / PCE sizes, and the measured RSS figures that make
+budget reservations of docs/daemon-interface.md §6.2, SRS / PCE sizes, and the measured RSS figures that make
 the difference between the *budget* (reservations) and what the kernel actually sees.
 """
 
@@ -91,7 +91,7 @@ CUZK_BENCH_KINDS: Final[dict[str, str]] = {
 }
 
 # The budget's unit of admission: the daemon sizes its synthesis workers as budget // 14 GiB
-# whatever the workload (reference §3.10).
+# whatever the workload (docs/daemon-interface.md §3.10).
 PARTITION_BUDGET_UNIT: Final = 14 * GiB
 DEFAULT_MAX_PARALLEL_SYNTHESIS: Final = 18
 # /status reports synthesis.max_concurrent as budget // 9 GiB (unrelated to the configured limit).
@@ -103,7 +103,7 @@ PCE_EXTRACTION_TRANSIENT: Final = 14 * GiB
 # whatever its size, before the SRS (memory.rs POREP_BATCH_FULL_BYTES, engine.rs batch path).
 POREP_BATCH_RESERVATION: Final = 136 * GiB
 
-# Measured resident memory (reference §3.10, §6.2): peak RSS ≈ 69 GiB + 20 GiB per concurrent
+# Measured resident memory (docs/daemon-interface.md §3.10, §6.2): peak RSS ≈ 69 GiB + 20 GiB per concurrent
 # PoRep partition. The 69 GiB base is the SRS (44) plus the PCE (~25); a synthesized partition
 # holds ≈ 16 GiB (a/b/c ≈ 3 × 4.17 GiB + 4 GiB aux), ≈ 4 GiB once a/b/c are freed. The 20 GiB
 # slope is higher than the 14 GiB reservation: that gap is why a budget equal to the memory
@@ -114,7 +114,7 @@ SYNTHESIZED_PARTITION_RSS: Final = 16 * GiB
 PARTITION_RSS_AFTER_ABC_FREE: Final = 4 * GiB
 DEFAULT_SAFETY_MARGIN: Final = 5 * GiB
 
-# Documented figures (reference §9.4) the engine's time model is built from.
+# Documented figures (docs/daemon-interface.md §9.4) the engine's time model is built from.
 POREP_PARTITION_SYNTH_S: Final = 29.0  # one partition with the cores to itself
 POREP_PARTITION_GPU_S: Final = 3.0  # per partition under the per-GPU mutex
 SRS_LOAD_BYTES_PER_S: Final = 3 * GiB  # ≈ 15 s for the 44 GiB PoRep SRS, cold

@@ -16,8 +16,8 @@ from .daemon_facts import BY_CLI_NAME, KINDS
 from .units import GiB, MiB, daemon_size, format_size
 
 # What each client prints when the daemon dies under a Prove call, observed with the real clients
-# against the real daemon and the engine (docs: cuzk-interface §000). No client can tell an OOM kill
-# from a SIGKILL or a SIGTERM: the texts are the same, which is why the tool must say the cause.
+# against the real daemon and the engine (docs/daemon-interface.md §000). No client can tell an
+# OOM kill from a SIGKILL or a SIGTERM: the texts are the same, which is why the tool must say the cause.
 # Quoted first, sources in this comment (a dashboard line is cut at the panel's width):
 # cuzk-bench/src/main.rs do_prove's "Prove RPC failed" context over tonic's transport error, exit 1
 # and no summary; lib/cuzk/client.go Client.Prove's "cuzk Prove RPC: %w" over grpc-go's Unavailable.

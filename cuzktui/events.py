@@ -1,6 +1,6 @@
 """The typed events that every source produces and every sink consumes.
 
-There is one stream of events (see DESIGN.md): the daemon log (parsed line by line by
+There is one stream of events (see docs/architecture.md): the daemon log (parsed line by line by
 ``logparse``), the samplers, the supervisor, the status poller and the benchmark runner all
 produce instances of the classes below, and the session model, the recorder and the UI
 consume them. Replay of a recorded session yields exactly the same classes, which is what

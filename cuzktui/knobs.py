@@ -1,6 +1,6 @@
 """Every knob of the cuzk daemon's TOML config, with the checks the daemon itself never makes.
 
-The schema covers the current config generation (reference §3), the older keys operators still
+The schema covers the current config generation (docs/daemon-interface.md §3), the older keys operators still
 copy from the user docs (the daemon accepts them, warns and ignores them), and the ``[engine]``
 section read only by our stand-in daemon. The Knobs screen, ``cuzk-tui config`` and the
 benchmark's ``--set`` overrides are all driven from :data:`KNOBS`.
@@ -94,7 +94,7 @@ class Knob:
     minimum: float | None = None
     maximum: float | None = None
     minimum_exclusive: bool = False
-    # The daemon reads its config once at start (reference §0.3), so this is always true; kept as a
+    # The daemon reads its config once at start (docs/daemon-interface.md §0.3), so this is always true; kept as a
     # field so the UI states it per knob rather than assuming it.
     restart_required: bool = True
     # The daemon's exact WARN line at start when the key is set (deprecated keys only); the engine logs it.

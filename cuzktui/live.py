@@ -429,7 +429,7 @@ class LiveController(LocalQueries):
     # -- actions -------------------------------------------------------------------------
 
     async def apply_config(self, changes: Mapping[str, Any]) -> None:
-        """Save, drain, restart: the daemon reads its config only at start (reference §0 item 3)."""
+        """Save, drain, restart: the daemon reads its config only at start (docs/daemon-interface.md §0.3)."""
         if self.options.program is None:
             raise ControllerError("an attached daemon cannot be reconfigured from here: restart it yourself")
         if self.bench_running():

@@ -1,4 +1,4 @@
-"""One line of cuzk daemon output -> one typed event (reference §4).
+"""One line of cuzk daemon output -> one typed event (docs/daemon-interface.md §4).
 
 :func:`parse_line` never raises: a line it does not recognise, or one cut short, becomes a
 :class:`~cuzktui.events.PlainLine`. Order of the checks follows the traffic: TIMELINE lines are

@@ -59,9 +59,9 @@ DOCUMENTED_BENCH_CONCURRENCY: Final = 15
 DOCUMENTED_BENCH_COUNT: Final = 20
 # What a PoRep daemon holds before any partition: its SRS and, once extracted, its PCE.
 BASE_RESERVATION: Final = POREP.srs_bytes + POREP.pce_bytes
-# One pinned PoRep partition checks out three a/b/c buffers of 4,168,923,808 bytes (§6.6).
+# One pinned PoRep partition checks out three a/b/c buffers of 4,168,923,808 bytes (docs/daemon-interface.md §6.6).
 PINNED_ABC_PER_PARTITION: Final = 3 * 4_168_923_808
-# Partitions per GPU at which synthesis keeps a GPU busy enough for a second worker (§3.10).
+# Partitions per GPU at which synthesis keeps a GPU busy enough for a second worker (docs/daemon-interface.md §3.10).
 GPU_BUSY_PARTITIONS: Final = 10
 RECOMMENDED_GPU_THREADS: Final = 32
 # Cores one partition synthesis should have at least: the source's best value, 18 syntheses

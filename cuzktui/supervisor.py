@@ -7,12 +7,12 @@ The daemon (the real ``cuzk-daemon`` or the embedded ``cuzk-engine``) is started
   must drain, so a stalled or vanished TUI can never block the daemon's writes;
 * in a process session of its own (``start_new_session``), so an SSH hang-up of the TUI does
   not take a running benchmark down with it;
-* with ``NO_COLOR=1`` (the real daemon colours its logs even into files, reference §0.2);
+* with ``NO_COLOR=1`` (the real daemon colours its logs even into files, docs/daemon-interface.md §0.2);
 * optionally inside a fresh v1/v2 memory cgroup of a given size (root only), joined through
   ``python -m cuzktui.cgexec`` before the daemon is exec'ed, so the pid we watch is the daemon.
 
 Readiness is the first successful ``GetStatus``: the daemon logs "ready" before it binds TCP
-(reference §0.6). Stopping is SIGTERM (SIGINT only stops the real daemon's workers, §2), then
+(docs/daemon-interface.md §0.6). Stopping is SIGTERM (SIGINT only stops the real daemon's workers, §2), then
 SIGKILL after a grace period. Exits are classified into :class:`events.DaemonExited` with the
 evidence behind the diagnosis: an OOM kill (SIGKILL while the cgroup's ``oom_kill`` counter went
 up, or the kernel log names the pid), another signal, a non-zero exit with its ``Error:`` report

@@ -1,7 +1,7 @@
 """Facts about this machine that decide how much memory the daemon really has.
 
 The daemon sizes ``total_budget = "auto"`` from the host's ``MemTotal`` and ignores any cgroup
-memory limit (reference §0.4, §6.3), so inside a rented container it plans for RAM it will never
+memory limit (docs/daemon-interface.md §0.4, §6.3), so inside a rented container it plans for RAM it will never
 get and is OOM-killed. Everything here reads what the kernel actually enforces: the host's
 ``/proc/meminfo``, the memory cgroup of a process (v1 or v2, the smallest limit on the path up
 to the hierarchy's root), the memlock limit that caps pinned memory, and the CPUs this process

@@ -1,6 +1,6 @@
 """Size and duration strings as the cuzk daemon reads them, strictly and leniently.
 
-The daemon's own parser (reference §3.9) never fails: a string it cannot read silently becomes
+The daemon's own parser (docs/daemon-interface.md §3.9) never fails: a string it cannot read silently becomes
 a fallback (``"1.5GiB"`` is 50 GiB, ``"1h"`` is 300 s). That is a trap for operators, so the
 tool and the engine parse *strictly* (:func:`parse_size`, :func:`parse_duration` raise
 :class:`UnitError` with the reason), and :func:`daemon_size` / :func:`daemon_duration` say

@@ -1,4 +1,4 @@
-"""``cuzk-engine``: the daemon's CLI and startup sequence (reference §2, §4.6)."""
+"""``cuzk-engine``: the daemon's CLI and startup sequence (docs/daemon-interface.md §2, §4.6)."""
 
 from __future__ import annotations
 

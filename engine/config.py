@@ -1,4 +1,4 @@
-"""The daemon's TOML schema (reference §3) plus the engine-only ``[engine]`` section.
+"""The daemon's TOML schema (docs/daemon-interface.md §3) plus the engine-only ``[engine]`` section.
 
 Every key, default, type, range and deprecated key comes from :mod:`cuzktui.knobs`, the tool's
 schema, so the engine and the tool cannot drift apart: each field below names its knob, and
@@ -6,7 +6,7 @@ its default is that knob's default read the way the engine reads a value.
 
 Deliberate difference from the real daemon: whatever the schema's validator calls an error — a
 value of the wrong TOML type, a size or duration the daemon would silently replace by a
-fallback (reference §3.9), a negative count, an address or log filter the daemon would misread
+fallback (docs/daemon-interface.md §3.9), a negative count, an address or log filter the daemon would misread
 — is a fatal error that names the key. The validator's warnings (ignored knobs, listening on
 every interface) are not. Deprecated keys are type-checked, logged with the daemon's WARN line
 and ignored; unknown keys and sections are ignored, as in the daemon.

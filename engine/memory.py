@@ -1,4 +1,4 @@
-"""The memory budget (reservations, reference §6.3–6.5) and the real memory behind the model.
+"""The memory budget (reservations, docs/daemon-interface.md §6.3–6.5) and the real memory behind the model.
 
 Two different things, as in the daemon:
 
@@ -82,7 +82,7 @@ class Budget:
         return Reservation(self, amount)
 
     async def acquire(self, amount: int) -> Reservation:
-        """Blocks until the amount fits, asking the evictor for room first (reference §6.5).
+        """Blocks until the amount fits, asking the evictor for room first (docs/daemon-interface.md §6.5).
 
         As memory.rs ``MemoryBudget::acquire``: the WARN comes with every oversized acquire, the
         evictor is asked for the whole amount (not the shortfall), and the wait is logged at each

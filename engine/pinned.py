@@ -1,4 +1,4 @@
-"""The CUDA pinned memory pool (reference §6.6, §6.5 step 1), with real, touched host memory.
+"""The CUDA pinned memory pool (docs/daemon-interface.md §6.6, §6.5 step 1), with real, touched host memory.
 
 In the daemon, partition synthesis writes its a/b/c vectors straight into page-locked buffers
 from this pool so the host→device copy at GPU prove start runs at full PCIe speed. The engine
@@ -18,7 +18,7 @@ emulates it as follows:
   number of a/b/c sets that were ever checked out at once.
 * Eviction: when a budget acquisition blocks, the evictor first frees idle (checked-in) buffers,
   smallest first (the code frees the smallest first although its comment says largest,
-  reference §11.10), until the shortfall is covered, then turns to SRS/PCE. Freeing pinned
+  docs/daemon-interface.md §11.10), until the shortfall is covered, then turns to SRS/PCE. Freeing pinned
   memory gives no budget back (the pool is not charged to the budget, §6.3), so the blocked
   acquisition retries, fails and calls the evictor again: a blocked acquisition drains the idle
   pool before any SRS or PCE is evicted, as in the daemon.

@@ -1,4 +1,4 @@
-"""The proving pipeline with the daemon's semantics (reference §3.10, §6), on emulated time.
+"""The proving pipeline with the daemon's semantics (docs/daemon-interface.md §3.10, §6), on emulated time.
 
 Scheduler queue (priority, then arrival) → batch tasks (``synthesis_concurrency``: parse, SRS,
 split into partitions, or whole-proof synthesis for monolithic kinds and PoRep batches) → one
@@ -8,7 +8,7 @@ hand-off channel → synthesis workers (``synth_worker_count``) → GPU priority
 (``synth_ms``, TIMELINE offsets, ``gpu_ms`` …) is real wall-clock time of the engine, i.e. the
 modelled time × ``time_scale``.
 
-Memory of a partition (reference §6.2, §6.4; real memory in :class:`~engine.memory.Arena`):
+Memory of a partition (docs/daemon-interface.md §6.2, §6.4; real memory in :class:`~engine.memory.Arena`):
 
 * Dispatch: the dispatcher reserves the kind's "full" amount (PoRep 14 GiB) and then sends the
   partition into a channel of capacity ``synth_worker_count`` (the daemon's
@@ -25,7 +25,7 @@ Memory of a partition (reference §6.2, §6.4; real memory in :class:`~engine.me
   footprint of one synthesis, so charging it per synthesis would count the parked ones twice.
 * Parked for the GPU: 16 GiB until the prove-start call returns, then the a/b/c go (−12 GiB,
   reservation −13 GiB); the aux (4 GiB) and the last 1 GiB of reservation go at finalize.
-* Pinned (:mod:`engine.pinned`, reference §6.6): once the circuit's capacity hint is cached (after
+* Pinned (:mod:`engine.pinned`, docs/daemon-interface.md §6.6): once the circuit's capacity hint is cached (after
   its first synthesis completed), a partition synthesis first checks out three pinned a/b/c
   buffers of ``num_constraints × 32`` bytes (PoRep 3 × 3.88 GiB), resident in full from that
   moment (reused, or newly allocated at ≈ 1 s each), and its heap grows only by the rest of the
@@ -38,7 +38,7 @@ Other kinds scale those figures by their reservation relative to PoRep's 14 GiB.
 The GPU queue is keyed like upstream's (engine.rs ``PriorityWorkQueue``, a BTreeMap on
 ``(job_seq, partition)`` with ``job_seq`` counting from 0): every monolithic item (PoSt, multi-sector
 batches) goes in at ``(0, 0)``, so one queued while another still waits replaces it and the first's
-callers are never answered (reference §11.18); partition 0 of the first pipeline shares that key.
+callers are never answered (docs/daemon-interface.md §11.18); partition 0 of the first pipeline shares that key.
 
 Job tracking follows engine.rs ``JobTracker``: every caller (Prove, AwaitProof) has its own waiter,
 results are delivered to all waiters of a job id and kept; a waiter that goes away (deadline,
@@ -90,7 +90,7 @@ from .srs import CONSTRAINTS, Residency
 from .timemodel import Clock, CpuPool
 from .tracing import Logger, Quoted, Span, option
 
-# A multi-sector PoRep batch reserves a flat 136 GiB whatever its size (reference §6.2).
+# A multi-sector PoRep batch reserves a flat 136 GiB whatever its size (docs/daemon-interface.md §6.2).
 BATCH_RESERVATION: Final = 136 * GiB
 BATCHABLE: Final = (ProofKind.POREP_SEAL_COMMIT, ProofKind.SNAP_DEALS_UPDATE)
 # Emulated VRAM use: the d_a cache stays allocated after a GPU's first prove (CUZK_TIMING line),
@@ -195,7 +195,7 @@ class Counters:
     completed_by_kind: dict[str, int] = field(default_factory=dict)
     failed_by_kind: dict[str, int] = field(default_factory=dict)
     durations: dict[str, deque[float]] = field(default_factory=dict)
-    # /status counts only what status.rs ``job_completed`` is told: partitioned jobs (reference §5).
+    # /status counts only what status.rs ``job_completed`` is told: partitioned jobs (docs/daemon-interface.md §5).
     status_completed: int = 0
     status_completed_by_kind: dict[str, int] = field(default_factory=dict)
     status_failed: int = 0
@@ -219,7 +219,7 @@ class Engine:
             self.budget, self.arena, self.clock, self.pool, log, config.param_cache, config.eviction_min_idle_s
         )
         self.pinned = PinnedPool(self.arena, self.clock, log)
-        self.budget.evictor = self._evict  # pinned pool first, then SRS/PCE (reference §6.5)
+        self.budget.evictor = self._evict  # pinned pool first, then SRS/PCE (docs/daemon-interface.md §6.5)
         log.info(tracing.ENGINE, msg.MEMORY_BUDGET_INITIALIZED, ("total_budget_gib", gib(self.budget.total)))
         log.info(tracing.ENGINE, msg.PINNED_POOL_INITIALIZED)
         # engine.rs JobTracker: waiters (``pending``) and kept results (``completed``) per job id.
@@ -324,7 +324,7 @@ class Engine:
         log.info(tracing.ENGINE, msg.ENGINE_STARTED, ("num_workers", len(self.workers)), ("pipeline", True))
 
     async def _evict(self, needed: int) -> int:
-        """The budget's evictor: idle pinned buffers first, then idle SRS/PCE (reference §6.5)."""
+        """The budget's evictor: idle pinned buffers first, then idle SRS/PCE (docs/daemon-interface.md §6.5)."""
         freed = self.pinned.shrink(needed)
         if freed >= needed:
             return freed
@@ -1313,7 +1313,7 @@ class Engine:
 
 class Pacer:
     """A PI pacer that spaces out synthesis dispatch to keep about ``target`` synthesized
-    partitions waiting for the GPU (``max_gpu_queue_depth``; reference §3.10, §4.6 pacer lines)."""
+    partitions waiting for the GPU (``max_gpu_queue_depth``; docs/daemon-interface.md §3.10, §4.6 pacer lines)."""
 
     KP: Final = 0.5
     KI: Final = 0.05

@@ -1,4 +1,4 @@
-"""The ``cuzk.v1.ProvingEngine`` gRPC service with the daemon's semantics (reference §1)."""
+"""The ``cuzk.v1.ProvingEngine`` gRPC service with the daemon's semantics (docs/daemon-interface.md §1)."""
 
 from __future__ import annotations
 
@@ -122,7 +122,7 @@ class ProvingService(proving_pb2_grpc.ProvingEngineServicer):
         self._log_arrival(msg.RPC_PROVE, submit)
         await self._check_submit(submit, context)
         result = await self._within_deadline(self.engine.prove(_request(submit)), context)
-        # Prove echoes the request id, so a generated UUID is not returned (reference §1.5).
+        # Prove echoes the request id, so a generated UUID is not returned (docs/daemon-interface.md §1.5).
         return pb.ProveResponse(result=_response(submit.request_id, result))
 
     async def CancelProof(self, request: pb.CancelProofRequest, context: Any) -> pb.CancelProofResponse:

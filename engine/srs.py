@@ -1,6 +1,6 @@
 """SRS and PCE residency: load on first use, charged to the budget, evicted only when idle.
 
-Reference §6.1, §6.4, §6.5. PCE is extracted in the background after the first proof of a kind
+docs/daemon-interface.md §6.1, §6.4, §6.5. PCE is extracted in the background after the first proof of a kind
 and then kept resident, but, as in the daemon (§0.8), synthesis never uses it.
 
 Memory of an extraction: the budget holds the 14 GiB transient from before the extraction until
@@ -30,7 +30,7 @@ from .memory import Arena, Block, Budget, Reservation, gib
 from .timemodel import Clock, CpuPool
 from .tracing import Logger, Quoted
 
-# Every circuit id PreloadSRS accepts, with its params file (reference §6.1) and size.
+# Every circuit id PreloadSRS accepts, with its params file (docs/daemon-interface.md §6.1) and size.
 PARAMS_FILES: Final = {
     "porep-32g": "v28-stacked-proof-of-replication-merkletree-poseidon_hasher-8-8-0-sha256_hasher-"
     "82a357d2f2ca81dc61bb45f4a762807aedee1b0a53fd6c4e77b46a01bfef7820.params",
@@ -45,7 +45,7 @@ PARAMS_FILES: Final = {
     "snap-64g": "v28-empty-sector-update-merkletree-poseidon_hasher-8-8-2-"
     "102e1444a7e9a97ebf1e3d6855dcc77e66c011ea66f936d9b2c508f87f2f83a7.params",
 }
-# Constraints per circuit (reference §6.2; WinningPoSt as measured), for the log lines that print them.
+# Constraints per circuit (docs/daemon-interface.md §6.2; WinningPoSt as measured), for the log lines that print them.
 CONSTRAINTS: Final = {
     ProofKind.POREP_SEAL_COMMIT: 130_278_869,
     ProofKind.SNAP_DEALS_UPDATE: 81_000_000,
@@ -254,7 +254,7 @@ class Residency:
             (entry.last_used, kind, entry)
             for kind, table in (("srs", self.srs), ("pce", self.pce))
             for entry in table.values()
-            # PCE is never referenced by a synthesis (reference §0.8), so only SRS refcounts can be > 0.
+            # PCE is never referenced by a synthesis (docs/daemon-interface.md §0.8), so only SRS refcounts can be > 0.
             if entry.refcount == 0 and now - entry.last_used >= min_idle
         ]
         freed = 0

@@ -1,4 +1,4 @@
-"""The minimal raw-TCP HTTP status server of ``[daemon].status_listen`` (reference §5)."""
+"""The minimal raw-TCP HTTP status server of ``[daemon].status_listen`` (docs/daemon-interface.md §5)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """How long things take in the engine, in modelled seconds (multiplied by ``[engine] time_scale``).
 
-Figures come from reference §9.4 (RTX 5070 Ti, 96 cores, DDR5):
+Figures come from docs/daemon-interface.md §9.4 (RTX 5070 Ti, 96 cores, DDR5):
 
 * PoRep partition synthesis: 29 s alone. Other kinds scale by constraint count
   (SnapDeals ≈ 81 M / 130 M, WindowPoSt ≈ 125 M / 130 M); WinningPoSt synthesis 52 ms.

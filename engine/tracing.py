@@ -1,4 +1,4 @@
-"""Log lines in the exact shapes of the real daemon (reference §4).
+"""Log lines in the exact shapes of the real daemon (docs/daemon-interface.md §4).
 
 Human lines follow tracing-subscriber's "full" format on stdout (ANSI colour unless ``NO_COLOR``
 is non-empty); ``TIMELINE,…`` and ``CUZK_TIMING: …`` lines go to stderr. The supervisor sends
@@ -195,7 +195,7 @@ class Logger:
 
 
 def fatal_report(context: str, causes: list[str]) -> str:
-    """anyhow's `{:?}` report as the daemon prints it on a fatal error (reference §2)."""
+    """anyhow's `{:?}` report as the daemon prints it on a fatal error (docs/daemon-interface.md §2)."""
     text = f"Error: {context}\n"
     if len(causes) == 1:
         text += f"\nCaused by:\n    {causes[0]}\n"

@@ -1,4 +1,4 @@
-"""Read-only views of the engine: Prometheus text (reference §7) and the /status JSON (§5)."""
+"""Read-only views of the engine: Prometheus text (docs/daemon-interface.md §7) and the /status JSON (§5)."""
 
 from __future__ import annotations
 

@@ -115,7 +115,7 @@ class EngineHandle:
 
 
 async def wait_until_serving(address: str, timeout: float, proc: subprocess.Popen[bytes] | None = None) -> None:
-    """Poll GetStatus until it answers (the readiness rule of reference §0.6)."""
+    """Poll GetStatus until it answers (the readiness rule of docs/daemon-interface.md §0.6)."""
     deadline = time.monotonic() + timeout
     async with DaemonClient(address) as client:
         while True:

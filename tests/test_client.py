@@ -130,7 +130,7 @@ def test_grpc_target_accepts_the_daemon_address_forms() -> None:
     assert grpc_target("unix:///run/curio/cuzk.sock") == "unix:///run/curio/cuzk.sock"
 
 
-# The constructed example of reference §5.
+# The constructed example of docs/daemon-interface.md §5.
 STATUS_EXAMPLE = {
     "uptime_secs": 312.55170412,
     "memory": {"total_bytes": 262758924288, "used_bytes": 103079215104, "available_bytes": 159679709184},

@@ -1,4 +1,5 @@
-"""The knob schema: it matches the daemon's config (reference §3) and rejects what the daemon would misread."""
+"""The knob schema: it matches the daemon's config (docs/daemon-interface.md §3) and rejects what the
+daemon would misread."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from cuzktui.knobs import (
 )
 from cuzktui.units import GiB
 
-# Reference §3: every key, its status and the daemon's default, exactly.
+# docs/daemon-interface.md §3: every key, its status and the daemon's default, exactly.
 EXPECTED: dict[str, tuple[Status, Any]] = {
     "daemon.listen": (Status.ACTIVE, "unix:///run/curio/cuzk.sock"),
     "daemon.status_listen": (Status.ACTIVE, ""),

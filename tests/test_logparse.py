@@ -1,4 +1,4 @@
-"""logparse: every line format of reference §4, ANSI tolerance, robustness, and LineSplitter."""
+"""logparse: every line format of docs/daemon-interface.md §4, ANSI tolerance, robustness, and LineSplitter."""
 
 from __future__ import annotations
 

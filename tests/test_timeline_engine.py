@@ -1,7 +1,7 @@
 """The timeline against a real cuzk-engine run: 12 PoRep proofs at concurrency 6 over TCP.
 
 The engine writes stdout and stderr into one file (as the supervisor does); the log is parsed
-afterwards and the timeline's per-job sums must agree with what AwaitProof reported (§1.6:
+afterwards and the timeline's per-job sums must agree with what AwaitProof reported (docs/daemon-interface.md §1.6:
 synthesis_ms = sum of per-partition synth_ms, gpu_compute_ms = sum of per-partition gpu_ms).
 """
 

@@ -1,4 +1,4 @@
-"""Config schema, strict values, the fatal report, and the CLI's exit codes (reference §2, §3)."""
+"""Config schema, strict values, the fatal report, and the CLI's exit codes (docs/daemon-interface.md §2, §3)."""
 
 from __future__ import annotations
 

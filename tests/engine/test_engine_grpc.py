@@ -1,4 +1,4 @@
-"""All eight RPCs against a running cuzk-engine, over TCP and over a unix socket (reference §1)."""
+"""All eight RPCs against a running cuzk-engine, over TCP and over a unix socket (docs/daemon-interface.md §1)."""
 
 from __future__ import annotations
 

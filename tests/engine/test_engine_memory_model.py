@@ -1,4 +1,4 @@
-"""The engine's memory model follows the daemon (reference §6.2, §6.4): reservations ahead of the
+"""The engine's memory model follows the daemon (docs/daemon-interface.md §6.2, §6.4): reservations ahead of the
 synthesis workers hold no memory, a synthesis' memory grows with its progress up to the measured
 16 GiB, and the PCE extraction's working set is gone before the PCE itself is kept."""
 

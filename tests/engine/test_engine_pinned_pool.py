@@ -1,4 +1,4 @@
-"""The emulated CUDA pinned pool (reference §6.6, §6.5 step 1): the first wave of partition
+"""The emulated CUDA pinned pool (docs/daemon-interface.md §6.6, §6.5 step 1): the first wave of partition
 syntheses is unpinned, later ones check out three real a/b/c buffers each, reused best-fit and
 returned at GPU prove start; a blocked budget acquisition frees the idle ones, smallest first."""
 

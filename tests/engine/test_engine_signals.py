@@ -1,4 +1,7 @@
-"""SIGINT stops the workers but keeps serving; SIGTERM kills; the unix socket survives SIGTERM (reference §2)."""
+"""SIGINT stops the workers but keeps serving; SIGTERM kills; the unix socket survives SIGTERM.
+
+The daemon's signal handling: docs/daemon-interface.md §2.
+"""
 
 from __future__ import annotations
 

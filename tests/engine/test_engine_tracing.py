@@ -1,4 +1,5 @@
-"""Human log lines: the §4.2 layout, ANSI that strips to it, one write per line, and the filter."""
+"""Human log lines: the layout of docs/daemon-interface.md §4.2, ANSI that strips to it, one write per line,
+and the filter."""
 
 from __future__ import annotations
 
