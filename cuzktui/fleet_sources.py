@@ -12,7 +12,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Final
+from typing import Any, Final
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -24,8 +24,27 @@ FETCH_TIMEOUT_S: Final = 3.0
 # -- sources --------------------------------------------------------------------------------
 
 
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """Prometheus's API and a recorder's endpoint never redirect: a redirect (off loopback, say, to a
+    host the operator never named) is refused as an error naming where it pointed, not followed."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: Any,
+        code: int,
+        msg: str,
+        headers: Any,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        raise urllib.error.HTTPError(req.full_url, code, f"redirect to {newurl} not followed", headers, fp)
+
+
+_OPENER: Final = urllib.request.build_opener(_NoRedirects())
+
+
 def _http_get(url: str, timeout: float) -> bytes:
-    with urllib.request.urlopen(url, timeout=timeout) as response:
+    with _OPENER.open(url, timeout=timeout) as response:
         body: bytes = response.read()
         return body
 

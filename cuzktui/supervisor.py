@@ -45,6 +45,7 @@ from .config import ConfigDocument, ConfigError
 from .diagnosis import BudgetFacts, budget_root_cause
 from .knobs import knob
 from .logfilter import launch_environment
+from .logparse import strip_ansi
 from .planner import cgroup_aware_budget
 from .samplers import listener_pid
 from .session import LogFollower, SessionWriter
@@ -694,7 +695,9 @@ class Supervisor:
                 raise DaemonStartError(f"the daemon exited before it was ready ({exit.cause}): {detail}", exit)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise DaemonStartError(f"the daemon did not answer GetStatus within {self.start_timeout:.0f} s")
+                raise DaemonStartError(
+                    f"the daemon did not answer GetStatus within {self.start_timeout:.0f} s; {self._log_tail_said()}"
+                )
             with contextlib.suppress(ClientError):
                 await self.client.get_status(timeout=min(2.0, remaining))
                 ready = ev.DaemonReadyObserved(t=time.time(), pid=self.pid, startup_s=time.time() - launched_t)
@@ -743,6 +746,13 @@ class Supervisor:
         with contextlib.suppress(ConfigError, ValueError, OSError, KeyError):
             return gather_budget_facts(self._config_text, self.program.mode, self.memory_limit)
         return None
+
+    def _log_tail_said(self, lines: int = 5) -> str:
+        """The last lines the daemon wrote since its launch, for a message (a hung start's only evidence)."""
+        tail = [strip_ansi(line) for line in self._log_tail().splitlines() if line.strip()][-lines:]
+        if not tail:
+            return f"it wrote nothing to {self.log_path}" if self.log_path is not None else "its log is unknown"
+        return f"the last lines of {self.log_path}:\n" + "\n".join(tail)
 
     def _log_tail(self) -> str:
         if self.log_path is None:

@@ -1,0 +1,231 @@
+"""Issue 10's fault scenarios that need no terminal: malformed input in bulk (4), atomic saves killed
+at random points (5), misbehaving stand-in daemons (6) and the security properties (7).
+
+docs/reliability.md tabulates each scenario with the test that shows it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.server
+import json
+import multiprocessing
+import os
+import random
+import signal
+import stat
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cuzktui import events as ev
+from cuzktui.client import StatusError, fetch_status_json
+from cuzktui.config import save_atomic
+from cuzktui.fleet import Box
+from cuzktui.fleet_sources import EndpointSource
+from cuzktui.model import SessionModel
+from cuzktui.session import SessionWriter, iter_session_events, read_session, resolve_source
+from cuzktui.supervisor import DaemonProgram, DaemonStartError, Supervisor
+from tests.conftest import fast_engine_config, require_engine
+
+FIXTURE = Path(__file__).parent / "data" / "timeline_restart.log"
+
+# -- 4: malformed input ----------------------------------------------------------------------
+
+# What a damaged line may hold: separators, quotes, escapes, ANSI fragments, control bytes, bad UTF-8,
+# numbers out of every range, a second record glued on.
+_NOISE = (
+    b"", b",", b"=", b"\x00", b"\xff\xfe", b"\x1b[", b"\x1b[0m", b"{", b"}", b" ", b"-1", b"nan",
+    b"99999999999999999999999", b"\t", b'"', b"\\", b"partition=", b"TIMELINE,", b"\r", b"Error: ",
+)  # fmt: skip
+FUZZ_LINES = 1_000_000
+
+
+def _mutated_log(lines: int, seed: int) -> bytes:
+    """``lines`` lines of a real daemon log (tests/data), each kept, cut, spliced or garbled at random."""
+    rng = random.Random(seed)
+    real = FIXTURE.read_bytes().splitlines()
+    choice, below = rng.choice, rng.randrange
+    out: list[bytes] = []
+    for _ in range(lines):
+        line = choice(real)
+        p = below(len(line) + 1)
+        match below(6):
+            case 1:
+                line = line[:p]
+            case 2:
+                line = line[:p] + choice(_NOISE) + line[p:]
+            case 3:
+                line = line[:p] + line[p + below(9) :]
+            case 4:
+                line = line.replace(b"=", b"=" + choice(_NOISE), 1)
+            case 5:
+                line = line[:p] + rng.randbytes(3) + line[p:]
+        out.append(line)
+    return b"\n".join(out) + b"\n"
+
+
+def test_a_million_mutated_log_lines_go_through_parser_and_model_without_an_exception(tmp_path: Path) -> None:
+    log = tmp_path / "daemon.log"
+    data = _mutated_log(FUZZ_LINES, seed=10)
+    log.write_bytes(data)
+    recorded = read_session(resolve_source(log))
+    # Every line reached the parser (random bytes may add line breaks, never lose one).
+    assert recorded.log_lines == data.count(b"\n") >= FUZZ_LINES
+    model = SessionModel()
+    model.apply_all([event for _, event in recorded.events])
+    assert model.timeline.jobs()  # the intact lines among them still build jobs
+
+
+# -- 5: atomic saves -------------------------------------------------------------------------
+
+KILLS = 60
+
+
+def _save_forever(path: str, versions: tuple[str, str], first_saved: threading.Event | None) -> None:
+    for n in range(10**9):
+        save_atomic(versions[n % 2], path)
+        if n == 0 and first_saved is not None:
+            first_saved.set()
+
+
+def test_a_save_killed_at_random_points_leaves_the_old_or_the_new_file_never_a_torn_one(tmp_path: Path) -> None:
+    path = tmp_path / "cuzk.toml"
+    # Large enough that a write is many syscalls: a kill lands inside one often.
+    versions = [f"# version {v}\n" + f'[daemon]\nlisten = "unix:///tmp/{v}.sock"\n' * 20_000 for v in "ab"]
+    path.write_text("# the operator's file\n")
+    mode = stat.S_IMODE(path.stat().st_mode)
+    rng = random.Random(5)
+    context = multiprocessing.get_context("fork")
+    for _ in range(KILLS):
+        rng.shuffle(versions)
+        saved = context.Event()
+        saver = context.Process(target=_save_forever, args=(str(path), tuple(versions), saved))
+        saver.start()
+        assert saved.wait(60), "the saving process never saved"
+        # Any point of the loop is a valid one to die at: the property must hold at every one.
+        threading.Event().wait(rng.uniform(0, 0.02))
+        assert saver.pid is not None
+        os.kill(saver.pid, signal.SIGKILL)
+        saver.join(60)
+        assert saver.exitcode == -signal.SIGKILL
+        text = path.read_text()
+        assert text in versions, f"torn file of {len(text)} characters"
+        assert stat.S_IMODE(path.stat().st_mode) == mode
+    names = [p.name for p in tmp_path.iterdir()]
+    # A kill mid-save leaves its temporary file beside the target (never a second target): at least
+    # one did, so the kills did land inside saves, not only between them.
+    assert [n for n in names if not n.endswith(".tmp")] == ["cuzk.toml"]
+    assert any(n.startswith(".cuzk.toml.") for n in names)
+
+
+# -- 6: daemon misbehaviour (stand-in daemons) ------------------------------------------------
+
+
+def _stand_in(directory: Path, body: str) -> DaemonProgram:
+    """A stand-in daemon: a Python script run with this interpreter, given cuzk-daemon's -c/-l flags."""
+    directory.mkdir(parents=True, exist_ok=True)
+    script = directory / "cuzk-daemon"
+    script.write_text(f"#!{sys.executable}\nimport sys, time\n{body}\n")
+    script.chmod(0o755)
+    return DaemonProgram("real", (str(script),))
+
+
+async def test_a_daemon_that_never_becomes_ready_times_out_showing_its_log_tail(tmp_path: Path) -> None:
+    program = _stand_in(
+        tmp_path / "bin",
+        'print("2026-05-01T07:00:00.000000Z  INFO cuzk_daemon: cuzk-daemon starting", flush=True)\n'
+        'print("stuck loading SRS", flush=True)\ntime.sleep(600)',
+    )
+    session = SessionWriter(tmp_path / "session")
+    supervisor = Supervisor(session, program, listen=f"unix://{tmp_path}/d.sock", start_timeout=2)
+    try:
+        with pytest.raises(DaemonStartError) as caught:
+            await supervisor.start('[daemon]\nlisten = "unix:///nowhere.sock"\n')
+        message = str(caught.value)
+        assert "did not answer GetStatus within 2 s" in message
+        assert message.endswith("cuzk-daemon starting\nstuck loading SRS")
+        assert supervisor.running  # a slow daemon is not killed behind the operator's back
+    finally:
+        await supervisor.close(stop=True)
+        session.close()
+    assert not supervisor.running
+
+
+# -- 7: security -----------------------------------------------------------------------------
+
+AWKWARD = 'it\'s a "daemon"; rm -rf $HOME `id` & dir'
+
+
+async def test_daemon_and_config_paths_with_spaces_quotes_and_semicolons_are_passed_literally(
+    tmp_path: Path,
+) -> None:
+    require_engine()
+    # The stand-in writes the argv it received, then serves as the engine on the -l address.
+    weird = tmp_path / AWKWARD
+    program = _stand_in(
+        weird / "bin",
+        "import json, os\n"
+        f"open({str(tmp_path / 'argv')!r}, 'w').write(json.dumps(sys.argv))\n"
+        "os.execv(sys.executable, [sys.executable, '-m', 'engine', *sys.argv[1:]])",
+    )
+    socket_dir = Path(tempfile.mkdtemp(prefix="cz-"))  # unix socket paths are short
+    try:
+        session = SessionWriter(weird / "session")
+        supervisor = Supervisor(session, program, start_timeout=60)
+        try:
+            await supervisor.start(fast_engine_config(socket_dir))
+            launched = [e for e in iter_session_events(session.path) if isinstance(e, ev.DaemonLaunched)]
+            (argv,) = [e.command for e in launched]
+            received = json.loads((tmp_path / "argv").read_text())
+            assert received == list(argv)
+            assert argv[0] == program.argv[0] and AWKWARD in argv[0]
+            assert argv[1:3] == ("-c", str(session.config_versions()[0])) and AWKWARD in argv[2]
+            assert not (tmp_path / "$HOME").exists() and not list(tmp_path.glob("*uid=*"))
+        finally:
+            await supervisor.close(stop=True)
+            session.close()
+    finally:
+        for leftover in socket_dir.iterdir():
+            leftover.unlink()
+        socket_dir.rmdir()
+
+
+class _Redirecting(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(302)
+        self.send_header("Location", "http://192.0.2.1:9/status")  # TEST-NET-1: nothing must go there
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def redirecting_server() -> Iterator[str]:
+    """A loopback HTTP server whose every answer redirects off loopback."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Redirecting)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+async def test_the_status_poller_does_not_follow_a_redirect_off_loopback(redirecting_server: str) -> None:
+    with pytest.raises(StatusError, match="302"):
+        await asyncio.wait_for(fetch_status_json(redirecting_server, timeout=5), 10)
+
+
+def test_the_fleet_reader_of_metrics_endpoints_does_not_follow_a_redirect(redirecting_server: str) -> None:
+    box = Box("box-1", metrics_url=f"http://{redirecting_server}/metrics")
+    said = EndpointSource(timeout=5).fetch_all([box], 0.0)["box-1"]
+    assert said == "HTTP Error 302: redirect to http://192.0.2.1:9/status not followed"
