@@ -171,6 +171,11 @@ class Controller(Protocol):
         """What to print on the terminal once the app has exited (what was left running, the attach line)."""
         ...
 
+    def hung_up(self) -> None:
+        """The terminal hung up (an SSH drop): record what keeps running and how to attach again, at once
+        and without the event loop, which may be stuck writing to the vanished terminal."""
+        ...
+
     def memcheck_report(self) -> MemcheckReport:
         """What this machine gives the daemon, for the running config. Blocking: call it from a thread."""
         ...

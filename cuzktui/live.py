@@ -611,6 +611,10 @@ class LiveController(LocalQueries):
         """Printed on the terminal once the app has exited: what was left running, and how to attach again."""
         return self._farewell
 
+    def hung_up(self) -> None:
+        self._notice("warning", "the terminal hung up: the daemon and any benchmark are left running")
+        self._record_left_running()
+
     def _record_left_running(self) -> None:
         """Say on the terminal (after the app is gone) and in the session's meta what keeps running."""
         items = self.left_running()

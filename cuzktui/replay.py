@@ -199,3 +199,6 @@ class ReplayController(LocalQueries):
 
     def farewell(self) -> str:
         return ""
+
+    def hung_up(self) -> None:
+        return None  # a replay leaves nothing running

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -56,6 +58,14 @@ def metrics_address(text: str | None) -> tuple[str, int] | None:
 def _run(controller: Controller, args: argparse.Namespace) -> int:
     from ..ui.app import CuzkApp
 
+    def hung_up(signum: int, _frame: object) -> None:
+        # The terminal is gone (an SSH drop): Textual's writes to it fail and its exit blocks on them, so
+        # the app is not asked to exit. A Python handler runs even while the loop is blocked: the
+        # controller records what keeps running (the attach line continues the session), then we end.
+        controller.hung_up()
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGHUP, hung_up)
     app = CuzkApp(controller, ascii_only=bool(args.ascii), theme=args.theme)
     app.run(mouse=not args.no_mouse)
     # Printed here, on the terminal the operator returns to, unwrapped: the attach line must paste whole.

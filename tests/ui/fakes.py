@@ -308,6 +308,9 @@ class FakeController(LocalQueries):
     def farewell(self) -> str:
         return ""
 
+    def hung_up(self) -> None:
+        return None
+
 
 class FakeReplay(FakeController):
     """A read-only controller with a replay clock that never moves on its own."""
