@@ -182,6 +182,28 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--session", metavar="DIR", help="record into this session directory")
     bench.add_argument("--json", action="store_true", help="print the summary as one JSON object")
 
+    tune = sub.add_parser(
+        "tune",
+        help="search the knobs for the most proofs per hour that never OOM (a benchmark per trial)",
+        epilog="exit status: 0 a best config was found (and passes config check); 1 none; 2 bad usage.",
+    )
+    _add_daemon_choice(tune)
+    tune.add_argument("--kind", "-t", type=cuzk_bench_kind, choices=CLI_KINDS, default="porep")
+    tune.add_argument("--count", "-c", type=int, default=12, metavar="N", help="proofs per trial (default 12)")
+    tune.add_argument(
+        "--concurrency", "-j", type=int, default=6, metavar="C", help="starting benchmark concurrency (default 6)"
+    )
+    tune.add_argument("--profile", type=int, metavar="GIB", help="on the engine, emulate a box of this much RAM")
+    tune.add_argument("--memory-limit", metavar="SIZE", help="the trials' memory cgroup size (default: the profile's)")
+    tune.add_argument("--trials", type=int, default=12, metavar="K", help="at most K benchmarks (default 12)")
+    tune.add_argument("--time-budget", default="2h", metavar="DURATION", help="stop starting trials after this (2h)")
+    tune.add_argument("--price-per-hour", type=float, metavar="X", help="the box's price per hour, for price per proof")
+    tune.add_argument("--out", metavar="FILE", help="write the best config here (the starting file's comments kept)")
+    tune.add_argument("--json", action="store_true", help="print the trials and the best as one JSON object")
+    tune.add_argument(
+        "--resume", metavar="DIR", help="continue the search recorded in DIR (its tune.json), or start one there"
+    )
+
     export = sub.add_parser("export", help="write a Chrome trace (Perfetto) of a session or a daemon log")
     export.add_argument("source", help="a session directory or a daemon log file")
     export.add_argument("-o", "--output", required=True, metavar="FILE")
@@ -215,6 +237,7 @@ _HANDLERS = {
     "memcheck": ("memcheck", "run_memcheck"),
     "memprobe": ("memcheck", "run_memprobe"),
     "bench": ("bench", "run_bench"),
+    "tune": ("tune", "run_tune"),
     "export": ("export", "run_export"),
     "report": ("report", "run_report"),
     "sessions": ("sessions", "run_sessions"),

@@ -364,6 +364,12 @@ class MemoryCgroup:
     def limit_bytes(self) -> int | None:
         return _memory_limit(self.version, self.path)
 
+    def peak_bytes(self) -> int | None:
+        """The group's memory high-water mark (v1 memory.max_usage_in_bytes, v2 memory.peak where the
+        kernel has it): the peak that samples taken a second apart can miss."""
+        name = "memory.max_usage_in_bytes" if self.version == 1 else "memory.peak"
+        return _read_int(self.path / name)
+
     def oom_kill_count(self) -> int:
         """OOM kills inside this group so far (0 when the kernel does not count them)."""
         return read_cgroup_memory(self.path, self.version).oom_kills or 0

@@ -227,6 +227,10 @@ async def _run(plan: _Plan, session: SessionWriter) -> BenchSummary | str:
         return str(error)
     finally:
         await recorder.stop()
+        if supervisor.cgroup is not None:
+            # Before close removes the group: the run's true peak (cuzk-tui tune weighs it against the limit).
+            with contextlib.suppress(OSError):
+                session.write_meta({"cgroup_peak_bytes": supervisor.cgroup.peak_bytes()})
         await supervisor.close(stop=True)
 
 

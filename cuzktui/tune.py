@@ -1,0 +1,732 @@
+"""``cuzk-tui tune``: search the knobs for the most proofs per hour that never OOM.
+
+The search starts from memcheck's recommendation (:func:`cuzktui.planner.recommend`) and climbs
+from the best trial so far, one knob at a time, over the knobs that decide throughput and peak
+memory. It learns as trials come in: :class:`RssModel` fits peak RSS against the partitions a
+config lets run at once (the daemon's worker rule, daemon_facts.worker_cap, and the budget's
+admission, planner.partitions_in_budget), starting from upstream's measured 69 GiB + 20 GiB per
+partition; a candidate it predicts above the memory limit, or at least as large as one that was
+OOM-killed, is skipped without a run. A candidate as good as the best on that model goes first.
+
+Each trial is a real benchmark, ``cuzk-tui bench --headless`` (cuzktui.bench) in a process of its
+own, recorded as a session inside the search directory with ``--oom-retries 0``: an OOM kill ends
+that trial with the supervisor's evidence, and the search goes on. A trial clearly slower than the
+best (its k-th proof later than 1.5 × the best's k-th, from a third of the proofs on) is stopped
+early. After every trial the search state is saved (``tune.json``), so ``--resume DIR`` continues.
+
+Engine figures are the modelled box's (the bench converts with ``[engine] time_scale``); peak RSS
+and the limit are in the box's bytes (real ÷ ``[engine] memory_scale``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal, Protocol
+
+from .config import ConfigDocument, save_atomic
+from .daemon_facts import (
+    BY_CLI_NAME,
+    DEFAULT_SAFETY_MARGIN,
+    MEASURED_BASE_RSS,
+    MEASURED_RSS_PER_PARTITION,
+    PARTITION_BUDGET_UNIT,
+    POREP_BATCH_RESERVATION,
+    worker_cap,
+)
+from .knobs import Severity, TomlValue
+from .planner import MemcheckReport, partitions_in_budget
+from .units import GiB, UnitError, format_size, parse_size
+
+# The tuned knobs, in the order the search tries their neighbours. ``scheduler.max_batch_size`` is
+# the daemon's key (config.rs SchedulerConfig) for what issue 13 calls batching.max_batch_size.
+KNOB_NAMES: Final = (
+    "memory.total_budget",
+    "pipeline.max_parallel_synthesis",
+    "gpus.gpu_workers_per_device",
+    "pipeline.max_gpu_queue_depth",
+    "gpus.gpu_threads",
+    "scheduler.max_batch_size",
+    "concurrency",
+)
+# A trial whose k-th proof comes later than this × the best trial's k-th is clearly worse.
+EARLY_STOP_FACTOR: Final = 1.5
+# Weight of upstream's measured model against each observed peak (a pseudo-observation count).
+PRIOR_WEIGHT: Final = 1.0
+STATE_FILE: Final = "tune.json"
+TrialStatus = Literal["completed", "oom", "failed", "stopped", "skipped"]
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Knobs:
+    """One point of the search space (the budget in whole GiB, as the config writes it)."""
+
+    total_budget_gib: int
+    max_parallel_synthesis: int
+    gpu_workers_per_device: int
+    max_gpu_queue_depth: int
+    gpu_threads: int
+    max_batch_size: int
+    concurrency: int
+
+    def values(self) -> dict[str, TomlValue]:
+        """The config values (``"section.key"`` → TOML value); concurrency is the benchmark's, not a knob."""
+        return {
+            "memory.total_budget": f"{self.total_budget_gib}GiB",
+            "pipeline.max_parallel_synthesis": self.max_parallel_synthesis,
+            "gpus.gpu_workers_per_device": self.gpu_workers_per_device,
+            "pipeline.max_gpu_queue_depth": self.max_gpu_queue_depth,
+            "gpus.gpu_threads": self.gpu_threads,
+            "scheduler.max_batch_size": self.max_batch_size,
+        }
+
+    def as_dict(self) -> dict[str, int]:
+        return dataclasses.asdict(self)
+
+    def changes(self, base: Knobs) -> list[str]:
+        """``name = value`` of each knob that differs from ``base``."""
+        mine = {**self.values(), "concurrency": self.concurrency}
+        theirs = {**base.values(), "concurrency": base.concurrency}
+        return [f"{name} = {json.dumps(mine[name])}" for name in KNOB_NAMES if mine[name] != theirs[name]]
+
+
+def partitions_at_once(knobs: Knobs, kind: str) -> int:
+    """How many partitions these knobs let synthesize at once: the synthesis workers (engine.rs: max(2,
+    min(budget / 14 GiB, max_parallel))), what the budget admits beside the kind's SRS and PCE, and what
+    the benchmark keeps in flight (concurrency × the kind's partitions), whichever is smallest."""
+    budget = knobs.total_budget_gib * GiB
+    workers = worker_cap(budget, knobs.max_parallel_synthesis).workers
+    return max(0, min(workers, partitions_held(knobs, kind)))
+
+
+def partitions_held(knobs: Knobs, kind: str) -> int:
+    """How many partitions' memory these knobs let the daemon hold at once, what peak RSS follows: a
+    synthesized partition keeps its reservation while it waits for a GPU, so the budget's admission
+    (beside the kind's SRS and PCE), not the worker count, bounds them; with pacing on
+    (max_gpu_queue_depth > 0) the waiting ones are at most the depth, beside the workers and GPU workers."""
+    facts = BY_CLI_NAME[kind]
+    budget = knobs.total_budget_gib * GiB
+    held = min(partitions_in_budget(budget, facts.kind), knobs.concurrency * facts.partitions)
+    if knobs.max_gpu_queue_depth > 0:
+        workers = worker_cap(budget, knobs.max_parallel_synthesis).workers
+        held = min(held, workers + knobs.max_gpu_queue_depth + knobs.gpu_workers_per_device)
+    return max(0, held)
+
+
+@dataclass(frozen=True, slots=True)
+class Box:
+    """The machine the search is bounded by, in the box's bytes (memcheck's figures)."""
+
+    limit_bytes: int  # effective RAM: the cgroup limit, else MemTotal
+    cpus: int
+    gpus: int
+    margin_bytes: int = DEFAULT_SAFETY_MARGIN
+
+    @classmethod
+    def from_report(cls, report: MemcheckReport) -> Box:
+        return cls(report.effective_ram_bytes, report.cpus, max(1, len(report.gpus)), report.safety_margin_bytes)
+
+
+def start_knobs(report: MemcheckReport, concurrency: int) -> Knobs:
+    """memcheck's recommended knobs (planner.recommend), at the requested benchmark concurrency."""
+    rec = {f"{r.section}.{r.key}": r.value for r in report.recommendations}
+
+    def integer(name: str) -> int:
+        value = rec[name]
+        assert isinstance(value, int)
+        return value
+
+    return Knobs(
+        total_budget_gib=report.recommended_budget_bytes // GiB,
+        max_parallel_synthesis=integer("pipeline.max_parallel_synthesis"),
+        gpu_workers_per_device=integer("gpus.gpu_workers_per_device"),
+        max_gpu_queue_depth=integer("pipeline.max_gpu_queue_depth"),
+        gpu_threads=integer("gpus.gpu_threads"),
+        max_batch_size=1,
+        concurrency=concurrency,
+    )
+
+
+def knobs_of(values: Mapping[str, Any], concurrency: int, auto_bytes: int) -> Knobs | None:
+    """The search point of a config's effective values, ``"auto"`` read as ``auto_bytes`` (memcheck's
+    MemTotal − safety_margin); None when its budget is not a size the daemon reads."""
+    budget = values.get("memory.total_budget")
+    if not isinstance(budget, str):
+        return None
+    try:
+        size = auto_bytes if budget == "auto" else parse_size(budget)
+    except UnitError:
+        return None
+    return Knobs(
+        size // GiB,
+        int(values["pipeline.max_parallel_synthesis"]),
+        int(values["gpus.gpu_workers_per_device"]),
+        int(values["pipeline.max_gpu_queue_depth"]),
+        int(values["gpus.gpu_threads"]),
+        int(values["scheduler.max_batch_size"]),
+        concurrency,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# What the trials teach: peak RSS against the partitions at once
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class RssModel:
+    """Peak RSS ≈ base + slope × partitions held (:func:`partitions_held`), fitted by weighted least
+    squares to the trials' peaks with upstream's measured model (daemon_facts MEASURED_BASE_RSS,
+    MEASURED_RSS_PER_PARTITION) as a prior; an OOM kill at p partitions held marks p and above as too much."""
+
+    kind: str
+    observations: list[tuple[int, int]] = field(default_factory=list)  # (partitions, peak bytes)
+    oom_at: int | None = None  # the fewest partitions at once that were OOM-killed
+
+    def observe(self, knobs: Knobs, peak_bytes: int | None, oom: bool) -> None:
+        p = partitions_held(knobs, self.kind)
+        if oom:
+            self.oom_at = p if self.oom_at is None else min(self.oom_at, p)
+        elif peak_bytes is not None and peak_bytes > 0:
+            self.observations.append((p, peak_bytes))
+
+    def coefficients(self) -> tuple[float, float]:
+        """(base, slope) in bytes: the prior's points weighted PRIOR_WEIGHT, each trial's 1."""
+        points = [(float(p), float(peak), 1.0) for p, peak in self.observations]
+        # The prior as two points of its line, so a single observation shifts the line, two turn it.
+        for p in (0.0, 10.0):
+            points.append((p, MEASURED_BASE_RSS + MEASURED_RSS_PER_PARTITION * p, PRIOR_WEIGHT / 2))
+        w = sum(pt[2] for pt in points)
+        mx = sum(x * wt for x, _, wt in points) / w
+        my = sum(y * wt for _, y, wt in points) / w
+        sxx = sum(wt * (x - mx) ** 2 for x, _, wt in points)
+        sxy = sum(wt * (x - mx) * (y - my) for x, y, wt in points)
+        slope = max(0.0, sxy / sxx) if sxx > 0 else float(MEASURED_RSS_PER_PARTITION)
+        return my - slope * mx, slope
+
+    def predict(self, knobs: Knobs) -> int:
+        base, slope = self.coefficients()
+        peak = base + slope * partitions_held(knobs, self.kind)
+        if knobs.max_batch_size > 1 and self.kind == "porep":
+            peak = max(peak, base + POREP_BATCH_RESERVATION)  # a batch holds its flat reservation at once
+        return int(peak)
+
+    def refusal(self, knobs: Knobs, limit_bytes: int) -> str | None:
+        """Why these knobs are not worth a run (predicted over the limit), or None."""
+        p = partitions_held(knobs, self.kind)
+        if self.oom_at is not None and p >= self.oom_at:
+            return f"{p} partitions held at once; {self.oom_at} were OOM-killed"
+        predicted = self.predict(knobs)
+        if predicted > limit_bytes:
+            return f"predicted peak RSS {format_size(predicted)} > limit {format_size(limit_bytes)}"
+        return None
+
+    def largest_fitting(self, limit_bytes: int, margin_bytes: int) -> int:
+        """The most partitions held the model keeps ``margin_bytes`` under the limit."""
+        base, slope = self.coefficients()
+        room = limit_bytes - margin_bytes - base
+        fit = int(room // slope) if slope > 0 else 64
+        if self.oom_at is not None:
+            fit = min(fit, self.oom_at - 1)
+        return max(0, fit)
+
+
+# --------------------------------------------------------------------------------------------
+# Trials
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    """One trial of the search, as the table shows it and ``tune.json`` keeps it."""
+
+    index: int
+    knobs: Knobs
+    changes: tuple[str, ...]  # knobs that differ from the starting config
+    status: TrialStatus
+    proofs_per_hour: float = 0.0  # the modelled box's time for the engine
+    peak_rss_bytes: int | None = None  # the box's bytes
+    limit_bytes: int | None = None
+    oom_kills: int = 0
+    predicted_peak_bytes: int | None = None
+    completed: int = 0
+    wall_s: float = 0.0  # the box's seconds
+    session: str | None = None
+    note: str = ""  # the OOM evidence, the early stop, why it was skipped
+    completion_times: tuple[float, ...] = ()  # real seconds from the start to each proof's end
+
+    @property
+    def ran(self) -> bool:
+        return self.status != "skipped"
+
+    @property
+    def margin(self) -> float | None:
+        """Peak RSS ÷ limit."""
+        if self.peak_rss_bytes is None or not self.limit_bytes:
+            return None
+        return self.peak_rss_bytes / self.limit_bytes
+
+    def price_per_proof(self, price_per_hour: float | None) -> float | None:
+        if price_per_hour is None or self.proofs_per_hour <= 0:
+            return None
+        return price_per_hour / self.proofs_per_hour
+
+    def to_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["knobs"] = self.knobs.as_dict()
+        data["changes"] = list(self.changes)
+        data["completion_times"] = list(self.completion_times)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Trial:
+        fields = dict(data)
+        fields["knobs"] = Knobs(**fields["knobs"])
+        fields["changes"] = tuple(fields["changes"])
+        fields["completion_times"] = tuple(fields.get("completion_times", ()))
+        return cls(**fields)
+
+
+@dataclass(frozen=True, slots=True)
+class TrialOutcome:
+    """What a trial runner measured."""
+
+    status: TrialStatus
+    proofs_per_hour: float
+    completed: int
+    wall_s: float
+    peak_rss_bytes: int | None
+    limit_bytes: int | None
+    oom_kills: int
+    completion_times: tuple[float, ...]
+    session: str
+    note: str = ""
+
+
+class TrialRunner(Protocol):
+    def __call__(
+        self, index: int, config_text: str, concurrency: int, stop_when: Callable[[Sequence[float]], bool]
+    ) -> TrialOutcome:
+        """Run one benchmark with this config; ``stop_when(completion times so far)`` True stops it early."""
+        ...
+
+
+def early_stop(best: Trial | None, count: int) -> Callable[[Sequence[float]], bool]:
+    """True once a trial's k-th proof (k ≥ a third of ``count``) came later than EARLY_STOP_FACTOR ×
+    the best trial's k-th; also while it waits for the k-th beyond that time (``times`` then ends
+    with the time now, the pending proof's lower bound)."""
+    reference = best.completion_times if best is not None and best.status == "completed" else ()
+    first = max(1, math.ceil(count / 3))
+
+    def stop(times: Sequence[float]) -> bool:
+        for k, t in enumerate(times, 1):
+            if k >= first and k <= len(reference) and t > EARLY_STOP_FACTOR * reference[k - 1]:
+                return True
+        return False
+
+    return stop
+
+
+# --------------------------------------------------------------------------------------------
+# The search
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """What the machine allows each knob (memcheck's figures, the budget floors)."""
+
+    min_budget_gib: int
+    max_budget_gib: int
+    max_parallel: int
+    max_concurrency: int
+    gpu_thread_choices: tuple[int, ...]
+    batch_choices: tuple[int, ...]
+
+    @classmethod
+    def of(cls, box: Box, kind: str, count: int) -> Bounds:
+        facts = BY_CLI_NAME[kind]
+        # The kind's floor (knobs.budget_floor_problem): its SRS and one reservation, PCE beside them.
+        floor = facts.srs_bytes + facts.pce_bytes + facts.full_reservation
+        ceiling = max(0, box.limit_bytes - box.margin_bytes)
+        batch = (1, 2) if kind == "porep" and ceiling >= facts.srs_bytes + POREP_BATCH_RESERVATION else (1,)
+        return cls(
+            min_budget_gib=math.ceil(floor / GiB),
+            max_budget_gib=max(math.ceil(floor / GiB), ceiling // GiB),
+            max_parallel=max(2, box.cpus),
+            max_concurrency=max(1, count),
+            gpu_thread_choices=(0, 32) if box.cpus > 32 else (0,),
+            batch_choices=batch,
+        )
+
+    def clamp(self, knobs: Knobs) -> Knobs:
+        return dataclasses.replace(
+            knobs,
+            total_budget_gib=min(self.max_budget_gib, max(self.min_budget_gib, knobs.total_budget_gib)),
+            max_parallel_synthesis=min(self.max_parallel, max(1, knobs.max_parallel_synthesis)),
+            concurrency=min(self.max_concurrency, max(1, knobs.concurrency)),
+        )
+
+
+def fill_memory(knobs: Knobs, partitions: int, kind: str, bounds: Bounds) -> Knobs:
+    """``knobs`` with the budget that holds ``partitions`` beside the kind's SRS and PCE."""
+    facts = BY_CLI_NAME[kind]
+    budget = math.ceil((facts.srs_bytes + facts.pce_bytes + partitions * facts.full_reservation) / GiB)
+    return bounds.clamp(dataclasses.replace(knobs, total_budget_gib=budget))
+
+
+def neighbours(knobs: Knobs, bounds: Bounds, *, lower: frozenset[str] = frozenset()) -> list[Knobs]:
+    """One step along each knob, within the bounds; the budget and the synthesis workers step down only
+    when named in ``lower``."""
+    unit = PARTITION_BUDGET_UNIT // GiB
+    step = max(1, knobs.concurrency // 3)
+    moves = [dataclasses.replace(knobs, total_budget_gib=knobs.total_budget_gib + unit)]
+    if "total_budget_gib" in lower:
+        moves.append(dataclasses.replace(knobs, total_budget_gib=knobs.total_budget_gib - unit))
+    moves.append(dataclasses.replace(knobs, max_parallel_synthesis=knobs.max_parallel_synthesis + 1))
+    if "max_parallel_synthesis" in lower:
+        moves.append(dataclasses.replace(knobs, max_parallel_synthesis=knobs.max_parallel_synthesis - 1))
+    moves += [dataclasses.replace(knobs, gpu_workers_per_device=n) for n in (1, 2, 3)]
+    moves += [dataclasses.replace(knobs, max_gpu_queue_depth=n) for n in (0, 4, 8)]
+    moves += [dataclasses.replace(knobs, gpu_threads=n) for n in bounds.gpu_thread_choices]
+    moves += [dataclasses.replace(knobs, max_batch_size=n) for n in bounds.batch_choices]
+    moves += [dataclasses.replace(knobs, concurrency=knobs.concurrency + d) for d in (step, -step)]
+    out: list[Knobs] = []
+    for move in (bounds.clamp(m) for m in moves):
+        if move != knobs and move not in out:
+            out.append(move)
+    return out
+
+
+def behaviour(knobs: Knobs, kind: str) -> tuple[int, ...]:
+    """What the daemon does with these knobs: two knob sets that synthesize and hold the same partitions
+    (a larger max_parallel_synthesis than the budget admits changes nothing) need one trial."""
+    return (partitions_at_once(knobs, kind), partitions_held(knobs, kind), *dataclasses.astuple(knobs)[2:])
+
+
+@dataclass(slots=True)
+class Search:
+    """The search state: the trials so far and what they taught; :meth:`next_knobs` proposes the next."""
+
+    kind: str
+    count: int
+    box: Box
+    start: Knobs  # memcheck's recommendation: the first trial
+    baseline: Knobs | None = None  # the starting config's own knobs, tried first when it differs
+    trials: list[Trial] = field(default_factory=list)
+
+    @property
+    def bounds(self) -> Bounds:
+        return Bounds.of(self.box, self.kind, self.count)
+
+    def model(self) -> RssModel:
+        model = RssModel(self.kind)
+        for t in self.trials:
+            if t.ran and t.status != "failed":
+                model.observe(t.knobs, t.peak_rss_bytes, t.status == "oom")
+        return model
+
+    def best(self) -> Trial | None:
+        """The fastest trial that completed every proof without an OOM kill, holding fewer partitions
+        than any trial that was OOM-killed (one that passed once at a size that also got killed is on
+        the edge, not safe)."""
+        oom_at = self.model().oom_at
+        done = [
+            t for t in self.trials
+            if t.status == "completed" and t.oom_kills == 0
+            and (oom_at is None or partitions_held(t.knobs, self.kind) < oom_at)
+        ]  # fmt: skip
+        return max(done, key=lambda t: t.proofs_per_hour, default=None)
+
+    def candidates(self) -> list[Knobs]:
+        """Untried knobs worth a trial, the most promising first: the baseline and memcheck's start, then
+        the budget that holds the most partitions the model lets fit, then one step along each knob from
+        the best. The budget and the workers step down only where a completed trial went higher than the
+        best (the rate has not only grown with them)."""
+        best = self.best()
+        model = self.model()
+        centre = best.knobs if best is not None else self.start
+        fit = model.largest_fitting(self.box.limit_bytes, self.box.margin_bytes)
+        completed = [t.knobs for t in self.trials if t.status == "completed"]
+        lower = frozenset(
+            name for name in ("total_budget_gib", "max_parallel_synthesis")
+            if best is None or any(getattr(k, name) > getattr(best.knobs, name) for k in completed)
+        )  # fmt: skip
+        ordered = [k for k in (self.baseline, self.start) if k is not None]
+        ordered.append(fill_memory(centre, fit, self.kind, self.bounds))
+        ordered += neighbours(centre, self.bounds, lower=lower)
+        seen = {behaviour(t.knobs, self.kind) for t in self.trials}
+        out: list[Knobs] = []
+        for k in ordered:
+            if behaviour(k, self.kind) not in seen:
+                seen.add(behaviour(k, self.kind))
+                out.append(k)
+        return out
+
+    def next_knobs(self) -> tuple[Knobs, str | None] | None:
+        """The next candidate and, when the model says it would not fit, why (a skipped trial); None
+        when every neighbour of the best has been tried or skipped: the search has converged."""
+        model = self.model()
+        for k in self.candidates():
+            if k == self.baseline:
+                return k, None  # the starting config is measured whatever the model says: it is the reference
+            return k, model.refusal(k, self.box.limit_bytes)
+        return None
+
+    def record(self, trial: Trial) -> None:
+        self.trials.append(trial)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "count": self.count,
+            "box": dataclasses.asdict(self.box),
+            "start": self.start.as_dict(),
+            "baseline": None if self.baseline is None else self.baseline.as_dict(),
+            "trials": [t.to_json() for t in self.trials],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Search:
+        return cls(
+            kind=data["kind"],
+            count=data["count"],
+            box=Box(**data["box"]),
+            start=Knobs(**data["start"]),
+            baseline=None if data["baseline"] is None else Knobs(**data["baseline"]),
+            trials=[Trial.from_json(t) for t in data["trials"]],
+        )
+
+
+def save_state(search: Search, directory: Path, args: Mapping[str, Any]) -> None:
+    save_atomic(json.dumps({"args": dict(args), "search": search.to_json()}, indent=1), directory / STATE_FILE)
+
+
+def load_state(directory: Path) -> tuple[Search, dict[str, Any]]:
+    data = json.loads((directory / STATE_FILE).read_text())
+    return Search.from_json(data["search"]), dict(data["args"])
+
+
+def run_search(
+    search: Search,
+    runner: TrialRunner,
+    config_for: Callable[[Knobs], str],
+    *,
+    max_trials: int,
+    deadline: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    on_trial: Callable[[Trial], None] | None = None,
+) -> Search:
+    """Run trials until ``max_trials`` have run (skipped ones do not count), the deadline, or convergence."""
+    limit = search.box.limit_bytes
+    while sum(1 for t in search.trials if t.ran) < max_trials and (deadline is None or clock() < deadline):
+        proposal = search.next_knobs()
+        if proposal is None:
+            break
+        knobs, refusal = proposal
+        index = len(search.trials) + 1
+        predicted = search.model().predict(knobs)
+        base = search.baseline or search.start
+        changes = tuple(knobs.changes(base))
+        if refusal is not None:
+            trial = Trial(index, knobs, changes, "skipped", limit_bytes=limit, predicted_peak_bytes=predicted,
+                          note=refusal)  # fmt: skip
+        else:
+            outcome = runner(index, config_for(knobs), knobs.concurrency, early_stop(search.best(), search.count))
+            trial = Trial(
+                index, knobs, changes, outcome.status, outcome.proofs_per_hour, outcome.peak_rss_bytes,
+                outcome.limit_bytes or limit, outcome.oom_kills, predicted, outcome.completed, outcome.wall_s,
+                outcome.session, outcome.note, outcome.completion_times,
+            )  # fmt: skip
+        search.record(trial)
+        if on_trial is not None:
+            on_trial(trial)
+    return search
+
+
+# --------------------------------------------------------------------------------------------
+# The result
+# --------------------------------------------------------------------------------------------
+
+
+def best_config(base: ConfigDocument, knobs: Knobs) -> ConfigDocument:
+    """The starting document with the tuned knobs set: comments kept, only lines whose value changes differ."""
+    doc = ConfigDocument.parse(base.text())
+    effective = doc.effective()
+    for name, value in knobs.values().items():
+        if effective.get(name) != value:
+            section, key = name.split(".", 1)
+            doc.set(section, key, value)
+    return doc
+
+
+def config_errors(doc: ConfigDocument) -> list[str]:
+    """What ``cuzk-tui config check`` would call an error in this document."""
+    return [str(p) for p in doc.problems() if p.severity is Severity.ERROR]
+
+
+def brief(note: str) -> str:
+    """A trial's note for one table row: the diagnosis's clauses up to the cgroup's OOM counter (the
+    kernel's lines stay in tune.json and the trial's session)."""
+    clauses = note.splitlines()[0].split("; ") if note else []
+    kept = []
+    for clause in clauses:
+        kept.append(clause)
+        if "oom_kill" in clause and "→" in clause:
+            break
+    return "; ".join(kept)
+
+
+def _cell_size(n: int | None) -> str:
+    return "-" if n is None else f"{n / GiB:.0f}"
+
+
+def format_table(trials: Sequence[Trial], price_per_hour: float | None, *, time_basis: str) -> str:
+    """The trials as a table: knobs changed, proofs/hour, peak RSS against the limit, OOM kills, price."""
+    header = f"{'#':>3} {'status':<9}{'proofs/h':>9}{'peak GiB':>9}{'limit':>6}{'margin':>7}{'OOM':>4}"
+    header += f"{'$/proof':>9}  knobs changed (from the starting config) / note"
+    lines = [f"proofs/hour in {time_basis}", header]
+    for t in trials:
+        price = t.price_per_proof(price_per_hour)
+        margin = "-" if t.margin is None else f"{t.margin:.2f}"
+        peak = _cell_size(t.peak_rss_bytes) if t.ran else f"~{_cell_size(t.predicted_peak_bytes)}"
+        rate = f"{t.proofs_per_hour:.1f}" if t.ran else "-"
+        what = ", ".join(t.changes) or "(starting config)"
+        note = f" — {brief(t.note)}" if t.note else ""
+        lines.append(
+            f"{t.index:>3} {t.status:<9}{rate:>9}{peak:>9}{_cell_size(t.limit_bytes):>6}{margin:>7}{t.oom_kills:>4}"
+            f"{'-' if price is None else f'{price:.3f}':>9}  {what}{note}"
+        )
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------
+# The real trial: a headless benchmark in a process of its own
+# --------------------------------------------------------------------------------------------
+
+
+def read_trial_session(session: Path, memory_scale: float) -> tuple[int | None, int, tuple[float, ...]]:
+    """(peak RSS in the box's bytes, OOM kills, completion times in real seconds from the first
+    submission) from a benchmark session: the highest of the sampled RSS and the cgroup's high-water
+    mark (sampling at 1 s misses short peaks; meta ``cgroup_peak_bytes``)."""
+    peak = 0
+    ooms = 0
+    started: float | None = None
+    times: list[float] = []
+    events = session / "events.jsonl"
+    if events.exists():
+        for line in events.read_text().splitlines():
+            try:
+                data = json.loads(line)
+            except ValueError:
+                continue  # a line being written
+            kind = data.get("type")
+            if kind == "MemorySample" and data.get("rss_bytes"):
+                peak = max(peak, int(data["rss_bytes"]))
+            elif kind == "DaemonExited" and data.get("cause") == "oom_kill":
+                ooms += 1
+            elif kind == "ProofSubmitted" and started is None:
+                started = float(data["t"])
+            elif kind == "ProofFinished" and data.get("status") == "COMPLETED" and started is not None:
+                times.append(float(data["t"]) - started)
+    try:
+        meta = json.loads((session / "meta.json").read_text())
+    except (OSError, ValueError):
+        meta = {}
+    peak = max(peak, int(meta.get("cgroup_peak_bytes") or 0))
+    return (int(peak / memory_scale) if peak else None), ooms, tuple(sorted(times))
+
+
+def _enforced_limit(session: Path, memory_scale: float) -> int | None:
+    """The limit the kernel enforced on the trial, in the box's bytes: the modelled limit plus the bench's
+    allowance for the inputs in flight (session meta ``cgroup``, written by the supervisor)."""
+    try:
+        cgroup = json.loads((session / "meta.json").read_text()).get("cgroup")
+    except (OSError, ValueError):
+        return None
+    if not isinstance(cgroup, dict) or not cgroup.get("limit_bytes"):
+        return None
+    return int((cgroup["limit_bytes"] + (cgroup.get("payload_allowance_bytes") or 0)) / memory_scale)
+
+
+@dataclass(frozen=True, slots=True)
+class BenchTrialRunner:
+    """Runs each trial as ``python -m cuzktui.bench --session DIR/trial-NN …`` (``--oom-retries 0``)."""
+
+    directory: Path
+    kind: str
+    count: int
+    program_args: tuple[str, ...]  # ("--engine",) or ("--daemon", PATH)
+    memory_limit: int | None  # real bytes of the trial's cgroup
+    memory_scale: float  # real bytes per box byte (1 for a real daemon)
+    poll_s: float = 0.25
+
+    def __call__(
+        self, index: int, config_text: str, concurrency: int, stop_when: Callable[[Sequence[float]], bool]
+    ) -> TrialOutcome:
+        session = self.directory / f"trial-{index:02d}"
+        if session.exists():  # an interrupted trial of a resumed search: run it again from scratch
+            for path in sorted(session.rglob("*"), reverse=True):
+                path.rmdir() if path.is_dir() else path.unlink()
+            session.rmdir()
+        config = self.directory / f"trial-{index:02d}.toml"
+        save_atomic(config_text, config)
+        argv = [
+            sys.executable, "-m", "cuzktui.bench", "--session", str(session), *self.program_args,
+            "--config", str(config), "--kind", self.kind, "--count", str(self.count),
+            "--concurrency", str(concurrency), "--oom-retries", "0", "--json",
+        ]  # fmt: skip
+        if self.memory_limit is not None:
+            argv += ["--memory-limit", str(self.memory_limit)]
+        log = self.directory / f"trial-{index:02d}.log"
+        started = time.monotonic()
+        stopped = False
+        with log.open("wb") as stderr:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr)
+            try:
+                while proc.poll() is None:
+                    try:
+                        proc.wait(timeout=self.poll_s)
+                    except subprocess.TimeoutExpired:
+                        _, _, times = read_trial_session(session, self.memory_scale)
+                        if not stopped and stop_when((*times, time.monotonic() - started)):
+                            stopped = True
+                            proc.send_signal(signal.SIGTERM)  # the bench cancels and stops its daemon
+                stdout = proc.stdout.read() if proc.stdout is not None else b""
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+                if proc.stdout is not None:
+                    proc.stdout.close()
+        try:
+            summary = json.loads(stdout.decode().strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            summary = {"error": log.read_text(errors="replace").strip()[-400:] or f"exit status {proc.returncode}"}
+        peak, ooms, times = read_trial_session(session, self.memory_scale)
+        error = str(summary.get("error") or "")
+        status: TrialStatus = (
+            "stopped" if stopped else "oom" if ooms else "completed" if proc.returncode == 0 else "failed"
+        )
+        note = f"stopped early: slower than {EARLY_STOP_FACTOR:g} × the best" if stopped else error
+        limit = _enforced_limit(session, self.memory_scale)
+        return TrialOutcome(
+            status=status,
+            proofs_per_hour=float(summary.get("proofs_per_hour") or 0.0) if status == "completed" else 0.0,
+            completed=int(summary.get("completed") or 0),
+            wall_s=float(summary.get("wall_s") or 0.0),
+            peak_rss_bytes=peak,
+            limit_bytes=limit,
+            oom_kills=ooms,
+            completion_times=times,
+            session=str(session),
+            note=note,
+        )

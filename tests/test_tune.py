@@ -1,0 +1,198 @@
+"""``cuzk-tui tune``: the search (against a simulated box, no terminal), resume, the best config, and
+a short real search on the engine as a 256 GiB box in a memory cgroup."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from cuzktui.config import ConfigDocument, build_config
+from cuzktui.daemon_facts import MEASURED_BASE_RSS, MEASURED_RSS_PER_PARTITION
+from cuzktui.planner import make_report
+from cuzktui.tune import (
+    Box,
+    Knobs,
+    Search,
+    Trial,
+    TrialOutcome,
+    best_config,
+    config_errors,
+    early_stop,
+    format_table,
+    load_state,
+    partitions_at_once,
+    partitions_held,
+    run_search,
+    save_state,
+    start_knobs,
+)
+from cuzktui.units import GiB
+from tests.conftest import TEST_TIME_SCALE, memory_cgroup_or_skip, require_engine
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _report(ram_gib: int, cpus: int = 96) -> object:
+    return make_report(
+        host_mem_total_bytes=ram_gib * GiB, cgroup=None, memlock_bytes=None, cpus=cpus, cpu_quota=None,
+        gpus=(), gpu_state="none",
+    )  # fmt: skip
+
+
+class SimulatedBox:
+    """A box whose peak RSS follows ``base + slope × partitions`` (not upstream's figures, so the search
+    must learn them) and whose rate grows with partitions at once until ``saturation``; a peak over
+    ``limit`` is an OOM kill. Records every config it ran."""
+
+    def __init__(self, limit: int, base: int, slope: int, saturation: int = 11) -> None:
+        self.limit, self.base, self.slope, self.saturation = limit, base, slope, saturation
+        self.ran: list[Knobs] = []
+
+    def knobs_of(self, config_text: str, concurrency: int) -> Knobs:
+        values = ConfigDocument.parse(config_text).effective()
+        budget = str(values["memory.total_budget"])
+        return Knobs(
+            int(budget.removesuffix("GiB")) if budget != "auto" else 10_000,
+            int(values["pipeline.max_parallel_synthesis"]), int(values["gpus.gpu_workers_per_device"]),
+            int(values["pipeline.max_gpu_queue_depth"]), int(values["gpus.gpu_threads"]),
+            int(values["scheduler.max_batch_size"]), concurrency,
+        )  # fmt: skip
+
+    def __call__(
+        self, index: int, config_text: str, concurrency: int, stop_when: Callable[[Sequence[float]], bool]
+    ) -> TrialOutcome:
+        knobs = self.knobs_of(config_text, concurrency)
+        self.ran.append(knobs)
+        p = partitions_at_once(knobs, "porep")
+        peak = self.base + self.slope * partitions_held(knobs, "porep")
+        if peak > self.limit:
+            return TrialOutcome("oom", 0.0, 0, 10.0, self.limit, self.limit, 1, (), f"s{index}", "OOM-killed")
+        rate = 10.0 * min(p, self.saturation) + knobs.gpu_workers_per_device
+        times = tuple(3600 / rate * k for k in range(1, 13))
+        return TrialOutcome("completed", rate, 12, times[-1], peak, self.limit, 0, times, f"s{index}")
+
+
+def _search(box: SimulatedBox, ram_gib: int = 256) -> Search:
+    report = _report(ram_gib)
+    baseline = dataclasses.replace(start_knobs(report, 6), total_budget_gib=251, max_parallel_synthesis=0)  # type: ignore[arg-type]
+    return Search("porep", 12, Box.from_report(report), start_knobs(report, 6), baseline)  # type: ignore[arg-type]
+
+
+def _config_for(knobs: Knobs) -> str:
+    return build_config(knobs.values())
+
+
+def test_an_oom_kill_ends_only_its_trial_and_nothing_at_least_as_large_runs_again() -> None:
+    # Steeper than upstream's 20 GiB per partition: memcheck's start (7 partitions) already fails.
+    box = SimulatedBox(limit=256 * GiB, base=69 * GiB, slope=28 * GiB)
+    search = run_search(_search(box), box, _config_for, max_trials=8)
+    ran = [t for t in search.trials if t.ran]
+    assert [t.knobs for t in ran] == box.ran
+    assert [t.status for t in ran[:2]] == ["oom", "oom"]  # the starting "auto" budget, then memcheck's start
+    for i, trial in enumerate(ran):
+        for earlier in ran[:i]:
+            if earlier.status == "oom":
+                assert partitions_held(trial.knobs, "porep") < partitions_held(earlier.knobs, "porep")
+    best = search.best()
+    assert best is not None and best.oom_kills == 0 and best.peak_rss_bytes is not None
+    assert best.peak_rss_bytes <= 256 * GiB
+
+
+def test_the_model_skips_a_trial_it_predicts_over_the_limit_and_finds_the_most_that_fit() -> None:
+    box = SimulatedBox(limit=256 * GiB, base=MEASURED_BASE_RSS, slope=MEASURED_RSS_PER_PARTITION)
+    search = run_search(_search(box), box, _config_for, max_trials=10)
+    skipped = [t for t in search.trials if t.status == "skipped"]
+    assert skipped and all("predicted peak RSS" in t.note or "OOM-killed" in t.note for t in skipped)
+    assert all(t.knobs not in box.ran for t in skipped)
+    # The most partitions that fit 256 GiB at 69 + 20 per partition: 9 (249 GiB).
+    best = search.best()
+    assert best is not None
+    assert partitions_at_once(best.knobs, "porep") == 9
+    assert best.proofs_per_hour > search.trials[1].proofs_per_hour  # better than memcheck's start
+    assert sum(1 for t in search.trials if t.ran) <= 10
+
+
+def test_a_search_resumes_where_it_stopped_without_running_a_trial_twice(tmp_path: Path) -> None:
+    box = SimulatedBox(limit=256 * GiB, base=MEASURED_BASE_RSS, slope=MEASURED_RSS_PER_PARTITION)
+    first = run_search(_search(box), box, _config_for, max_trials=3)
+    save_state(first, tmp_path, {"kind": "porep"})
+    resumed, args = load_state(tmp_path)
+    assert args == {"kind": "porep"} and resumed.trials == first.trials
+    run_search(resumed, box, _config_for, max_trials=6)
+    assert sum(1 for t in resumed.trials if t.ran) == 6 and len(box.ran) == 6
+    assert len(set(box.ran)) == len(box.ran)  # no knobs measured twice
+
+
+def test_a_trial_clearly_slower_than_the_best_is_stopped() -> None:
+    best = Trial(1, Knobs(196, 7, 1, 0, 0, 1, 6), (), "completed", 50.0, completion_times=tuple(range(10, 130, 10)))
+    stop = early_stop(best, 12)
+    assert not stop([30.0, 60.0, 61.0, 59.0])  # a slow start; the 4th within 1.5 × the best's 40 s
+    assert stop([30.0, 60.0, 61.0, 59.0, 100.0])  # the 5th at 100 s, after 1.5 × the best's 50 s
+    assert not stop([12.0, 25.0, 33.0, 44.0, 56.0, 70.0])  # a little slower is not clearly worse
+    assert not early_stop(None, 12)([1000.0])  # nothing to compare with
+
+
+def test_the_best_config_keeps_comments_and_differs_only_in_changed_lines() -> None:
+    text = (
+        '# my box\n[memory]\n# hand-set\ntotal_budget = "auto"\n\n[gpus]\ngpu_workers_per_device = 1  # one\n'
+        "\n[engine]\ntime_scale = 0.01\n"
+    )
+    knobs = Knobs(196, 9, 1, 0, 0, 1, 6)
+    doc = best_config(ConfigDocument.parse(text), knobs)
+    before, after = text.splitlines(), doc.text().splitlines()
+    assert "# my box" in after and "# hand-set" in after and "gpu_workers_per_device = 1  # one" in after
+    removed = [line for line in before if line not in after]
+    assert removed == ['total_budget = "auto"']
+    added = [line for line in after if line not in before]
+    assert added == ['total_budget = "196GiB"', "[pipeline]", "max_parallel_synthesis = 9"]  # a table of its own
+    assert config_errors(doc) == []
+
+
+def test_the_table_shows_changes_rate_peak_against_limit_ooms_and_price() -> None:
+    start = Knobs(251, 0, 2, 0, 0, 1, 6)
+    tuned = Knobs(196, 9, 1, 0, 0, 1, 6)
+    trials = [
+        Trial(1, start, (), "oom", 0.0, 262 * GiB, 256 * GiB, 1, note="OOM-killed (memory cgroup oom_kill 0 → 1)"),
+        Trial(2, tuned, tuple(tuned.changes(start)), "completed", 60.0, 230 * GiB, 256 * GiB),
+    ]
+    table = format_table(trials, 12.0, time_basis="the modelled box's time").splitlines()
+    assert "OOM-killed" in table[2] and "(starting config)" in table[2]
+    row = table[3].split()
+    assert row[:8] == ["2", "completed", "60.0", "230", "256", "0.90", "0", "0.200"]
+    assert 'memory.total_budget = "196GiB",' in table[3] and "pipeline.max_parallel_synthesis = 9" in table[3]
+
+
+def test_a_short_search_on_the_engine_as_a_256_gib_box_beats_the_starting_config(tmp_path: Path) -> None:
+    require_engine()
+    memory_cgroup_or_skip()
+    config = tmp_path / "start.toml"
+    config.write_text(f"# the operator's file\n[engine]\ntime_scale = {TEST_TIME_SCALE}\n")
+    out = tmp_path / "best.toml"
+    state = tmp_path / "search"
+    state.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "cuzktui.cli", "tune", "--engine", "--config", str(config), "--profile", "256",
+         "--count", "4", "--concurrency", "2", "--trials", "3", "--out", str(out), "--json", "--resume",
+         str(state)],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    trials = result["trials"]
+    assert trials[0]["changes"] == [] and trials[0]["status"] == "oom"  # "auto" on a 256 GiB cgroup
+    best = trials[result["best"] - 1]
+    assert best["status"] == "completed" and best["oom_kills"] == 0
+    assert best["proofs_per_hour"] > trials[0]["proofs_per_hour"]
+    assert 0 < result["best_margin"] < 1
+    # Each trial is a benchmark session; its cgroup's high-water mark is on record (bench meta).
+    meta = json.loads((Path(best["session"]) / "meta.json").read_text())
+    assert meta["cgroup_peak_bytes"] > 0 and meta["bench_argv"][-1] != ""
+    check = subprocess.run(
+        [sys.executable, "-m", "cuzktui.cli", "config", "check", str(out)], capture_output=True, text=True, cwd=ROOT
+    )
+    assert check.returncode == 0, check.stdout
+    assert out.read_text().startswith("# the operator's file\n")
