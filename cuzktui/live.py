@@ -192,6 +192,7 @@ class LiveController(LocalQueries):
         self._launch_lock = asyncio.Lock()
         self._poll_lock = asyncio.Lock()
         self._farewell = ""
+        self._unrecorded = 0  # events lost since the session's disk last refused a write
         self._force_restart: asyncio.Event | None = None
         self._in_flight: list[InFlight] = []
         self.exporter: MetricsExporter | None = None
@@ -384,8 +385,29 @@ class LiveController(LocalQueries):
             self._notice("warning", warning)
 
     def _record(self, event: ev.ObservedEvent) -> None:
-        if self.session is not None:
-            self.session.append_event(event)
+        """Append to the session; a full disk (or a file-size limit) loses events, said once, never
+        raising into the sampler, the supervisor or the poll, so the daemon is watched on."""
+        session = self.session
+        if session is None:
+            return
+        try:
+            session.append_event(event)
+        except OSError as error:
+            self._unrecorded += 1
+            if self._unrecorded == 1:
+                # The session cannot hold this notice (its file is what fails): the model takes it directly.
+                self.model.apply(
+                    ev.Notice(
+                        time.time(),
+                        "error",
+                        f"recording stopped: {session.events_path}: {error.strerror or error}; events are lost "
+                        "until it can be written again (the daemon is not affected)",
+                    )
+                )
+            return
+        if self._unrecorded:
+            lost, self._unrecorded = self._unrecorded, 0
+            self._record(ev.Notice(time.time(), "warning", f"recording resumed: {lost} event(s) were not recorded"))
 
     def _notice(self, level: Any, text: str) -> None:
         self._record(ev.Notice(time.time(), level, text))

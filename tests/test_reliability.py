@@ -12,12 +12,13 @@ import json
 import multiprocessing
 import os
 import random
+import shutil
 import signal
 import stat
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -27,9 +28,10 @@ from cuzktui.client import StatusError, fetch_status_json
 from cuzktui.config import save_atomic
 from cuzktui.fleet import Box
 from cuzktui.fleet_sources import EndpointSource
+from cuzktui.live import LiveController, LiveOptions
 from cuzktui.model import SessionModel
 from cuzktui.session import SessionWriter, iter_session_events, read_session, resolve_source
-from cuzktui.supervisor import DaemonProgram, DaemonStartError, Supervisor
+from cuzktui.supervisor import DaemonProgram, DaemonStartError, Supervisor, engine_program
 from tests.conftest import fast_engine_config, require_engine
 
 FIXTURE = Path(__file__).parent / "data" / "timeline_restart.log"
@@ -229,3 +231,56 @@ def test_the_fleet_reader_of_metrics_endpoints_does_not_follow_a_redirect(redire
     box = Box("box-1", metrics_url=f"http://{redirecting_server}/metrics")
     said = EndpointSource(timeout=5).fetch_all([box], 0.0)["box-1"]
     assert said == "HTTP Error 302: redirect to http://192.0.2.1:9/status not followed"
+
+
+async def test_a_full_disk_while_recording_is_said_once_and_the_daemon_is_watched_on(tmp_path: Path) -> None:
+    require_engine()
+    socket_dir = Path(tempfile.mkdtemp(prefix="cz-"))
+    config = tmp_path / "cuzk.toml"
+    config.write_text(fast_engine_config(socket_dir))
+    controller = LiveController(
+        LiveOptions(program=engine_program(), config_file=config, session_dir=tmp_path / "s", sample_interval=0.1)
+    )
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
+
+    async def until(condition: Callable[[], bool], what: str) -> None:
+        while not condition():
+            assert loop.time() < deadline, f"not within 60 s: {what}"
+            await controller.poll()
+            await asyncio.sleep(0.05)
+
+    def said(text: str) -> int:
+        return sum(text in n.text for n in controller.model.notices)
+
+    try:
+        await controller.start()
+        await until(lambda: controller.model.daemon.phase == "ready", "the engine ready")
+        session, supervisor = controller.session, controller.supervisor
+        assert session is not None and supervisor is not None
+        recorded = len(list(iter_session_events(session.path)))
+        # The disk fills: every write of the event file now fails with ENOSPC, as /dev/full's do.
+        real_fd = session._events_fd
+        full = os.open("/dev/full", os.O_WRONLY)
+        session._events_fd = full
+        try:
+            await until(lambda: controller._unrecorded >= 5, "five samples refused by the full disk")
+            assert said("No space left on device") == 1 and said("the daemon is not affected") == 1
+            assert controller.daemon_running()
+            status = await supervisor.client.get_status()  # the daemon answers, unharmed
+            assert status.uptime_seconds >= 0
+        finally:
+            session._events_fd = real_fd
+            os.close(full)
+        await until(
+            lambda: any(
+                isinstance(e, ev.Notice) and e.text.startswith("recording resumed:")
+                for e in iter_session_events(session.path)
+            ),
+            "recording resumed, said in the session",
+        )
+        assert len(list(iter_session_events(session.path))) > recorded
+        assert read_session(resolve_source(session.path)).damage is None
+    finally:
+        await controller.shutdown(stop_daemon=True)
+        shutil.rmtree(socket_dir, ignore_errors=True)
