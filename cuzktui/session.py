@@ -43,6 +43,11 @@ from .session_layout import CONFIG_DIR, DAEMON_LOG, EVENTS_FILE, META_FILE, conf
 DIR_MODE: Final = 0o700
 FILE_MODE: Final = 0o600
 _READ_CHUNK: Final = 1 << 22
+# A live poll takes at most this much new log (the rest waits for the next poll) and a line longer
+# than _MAX_LINE is cut into pieces: a daemon flooding its log cannot make one poll hold the flood in
+# memory or block the UI while it is parsed. Daemon lines are a few hundred bytes; real logs, KB/s.
+POLL_LOG_BYTES: Final = 8 << 20
+_MAX_LINE: Final = 1 << 20
 
 
 def sessions_root() -> Path:
@@ -219,16 +224,22 @@ class _Tail:
         self.line_number = 0
         self.cut = False  # the file ended without a newline (final read): its writer stopped mid-line
 
-    def lines(self, final: bool) -> Iterator[bytes]:
+    def lines(self, final: bool, limit: int | None = None) -> Iterator[bytes]:
+        """New whole lines; with ``limit``, from at most about that many new bytes (the rest next time)."""
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
             return
+        taken = 0
         try:
-            while chunk := os.pread(fd, _READ_CHUNK, self._offset):
+            while (limit is None or taken < limit) and (chunk := os.pread(fd, _READ_CHUNK, self._offset)):
                 self._offset += len(chunk)
+                taken += len(chunk)
                 parts = (self._partial + chunk).split(b"\n")
                 self._partial = parts.pop()
+                if len(self._partial) > _MAX_LINE:  # no end in sight: its pieces are lines of their own
+                    parts.append(self._partial)
+                    self._partial = b""
                 for line in parts:
                     self.line_number += 1
                     yield line
@@ -254,9 +265,9 @@ class LogFollower:
         self._skip_inert = skip_inert
         self._details = details
 
-    def read(self, final: bool) -> Iterator[_Keyed]:
+    def read(self, final: bool, limit: int | None = None) -> Iterator[_Keyed]:
         skip, details = self._skip_inert, self._details
-        for raw in self._tail.lines(final):
+        for raw in self._tail.lines(final, limit):
             text = raw.decode("utf-8", "replace").rstrip("\r")
             if skip and is_inert(text, details):
                 continue
@@ -267,7 +278,7 @@ class LogFollower:
             yield self._key, event
 
     def poll(self) -> list[ev.LogEvent]:
-        return [typing.cast(ev.LogEvent, event) for _, event in self.read(final=False)]
+        return [typing.cast(ev.LogEvent, event) for _, event in self.read(final=False, limit=POLL_LOG_BYTES)]
 
     @property
     def lines(self) -> int:
@@ -344,20 +355,21 @@ class SessionFollower:
         """Where events.jsonl is damaged (reading stopped there), if it is."""
         return self._events.damage
 
-    def iter_keyed(self, final: bool = False) -> Iterator[_Keyed]:
+    def iter_keyed(self, final: bool = False, log_limit: int | None = None) -> Iterator[_Keyed]:
         """New events merged by time, each with the time it is placed at (a replay's cursor axis);
-        ``final`` also takes an unterminated last line (end of a replay)."""
+        ``final`` also takes an unterminated last line (end of a replay); ``log_limit`` caps the new
+        log bytes taken (see POLL_LOG_BYTES)."""
         if not self._observed:
-            return self._log.read(final)
-        return heapq.merge(self._log.read(final), self._events.read(final), key=itemgetter(0))
+            return self._log.read(final, log_limit)
+        return heapq.merge(self._log.read(final, log_limit), self._events.read(final), key=itemgetter(0))
 
-    def iter_new(self, final: bool = False) -> Iterator[ev.Event]:
+    def iter_new(self, final: bool = False, log_limit: int | None = None) -> Iterator[ev.Event]:
         """Lazily merged new events (see :meth:`iter_keyed`)."""
-        for _, event in self.iter_keyed(final):
+        for _, event in self.iter_keyed(final, log_limit):
             yield event
 
     def poll(self) -> list[ev.Event]:
-        return list(self.iter_new())
+        return list(self.iter_new(log_limit=POLL_LOG_BYTES))
 
 
 def iter_session_events(directory: Path | str, log_path: Path | str | None = None) -> Iterator[ev.Event]:

@@ -18,6 +18,7 @@ import stat
 import sys
 import tempfile
 import threading
+import tracemalloc
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -30,7 +31,14 @@ from cuzktui.fleet import Box
 from cuzktui.fleet_sources import EndpointSource
 from cuzktui.live import LiveController, LiveOptions
 from cuzktui.model import SessionModel
-from cuzktui.session import SessionWriter, iter_session_events, read_session, resolve_source
+from cuzktui.session import (
+    POLL_LOG_BYTES,
+    SessionFollower,
+    SessionWriter,
+    iter_session_events,
+    read_session,
+    resolve_source,
+)
 from cuzktui.supervisor import DaemonProgram, DaemonStartError, Supervisor, engine_program
 from tests.conftest import fast_engine_config, require_engine
 
@@ -284,3 +292,26 @@ async def test_a_full_disk_while_recording_is_said_once_and_the_daemon_is_watche
     finally:
         await controller.shutdown(stop_daemon=True)
         shutil.rmtree(socket_dir, ignore_errors=True)
+
+
+def test_a_flooded_log_is_followed_in_bounded_polls_and_an_endless_line_in_pieces(tmp_path: Path) -> None:
+    session = SessionWriter(tmp_path / "session")
+    real = [line for line in FIXTURE.read_bytes().splitlines(keepends=True) if line.strip()]
+    block = b"".join(real)
+    copies = (5 * POLL_LOG_BYTES) // (2 * len(block))  # the flood: 2.5 polls' worth of daemon lines at once
+    endless = b"x" * (3 << 20)  # a line of 3 MiB with no end, written last
+    session.daemon_log_path.write_bytes(block * copies + endless)
+    follower = SessionFollower(session.path)
+    polls: list[int] = []
+    tracemalloc.start()
+    try:
+        while events := follower.poll():
+            polls.append(len(events))
+            assert tracemalloc.get_traced_memory()[1] < 12 * POLL_LOG_BYTES, "a poll held the flood at once"
+            tracemalloc.reset_peak()
+    finally:
+        tracemalloc.stop()
+    assert len(polls) >= 3  # the backlog came in pieces, not in one poll
+    # Every line; the endless one in 1 to 3 pieces (where the reads' chunks cut it).
+    assert len(real) * copies < follower.log.lines <= len(real) * copies + 3
+    session.close()
