@@ -36,6 +36,7 @@ from .config import ConfigDocument, save_atomic
 from .daemon_facts import (
     BY_CLI_NAME,
     DEFAULT_SAFETY_MARGIN,
+    DOCUMENTED_TIERS,
     MEASURED_BASE_RSS,
     MEASURED_RSS_PER_PARTITION,
     PARTITION_BUDGET_UNIT,
@@ -573,6 +574,19 @@ def config_errors(doc: ConfigDocument) -> list[str]:
     return [str(p) for p in doc.problems() if p.severity is Severity.ERROR]
 
 
+def tier_line(limit_bytes: int, kind: str) -> str | None:
+    """Upstream's documented figures for a box of this RAM (daemon_facts DOCUMENTED_TIERS: s/proof and
+    peak RSS, PoRep, measured at 15-20 proofs in flight), to set beside the search's; None off the tiers."""
+    tier = next((t for t in DOCUMENTED_TIERS if t.ram_gib * GiB == limit_bytes), None)
+    if tier is None or kind != "porep":
+        return None
+    return (
+        f"upstream's {tier.ram_gib} GiB tier: {tier.seconds_per_proof:g} s/proof ({3600 / tier.seconds_per_proof:.1f} "
+        f"proofs/hour), peak RSS {tier.peak_rss_gib} GiB, max_parallel_synthesis {tier.max_parallel_synthesis}, "
+        f"gpu_workers_per_device {tier.gpu_workers_per_device}"
+    )
+
+
 def brief(note: str) -> str:
     """A trial's note for one table row: the diagnosis's clauses up to the cgroup's OOM counter (the
     kernel's lines stay in tune.json and the trial's session)."""
@@ -591,7 +605,7 @@ def _cell_size(n: int | None) -> str:
 
 def format_table(trials: Sequence[Trial], price_per_hour: float | None, *, time_basis: str) -> str:
     """The trials as a table: knobs changed, proofs/hour, peak RSS against the limit, OOM kills, price."""
-    header = f"{'#':>3} {'status':<9}{'proofs/h':>9}{'peak GiB':>9}{'limit':>6}{'margin':>7}{'OOM':>4}"
+    header = f"{'#':>3} {'status':<9}{'proofs/h':>9}{'s/proof':>8}{'peak GiB':>9}{'limit':>6}{'margin':>7}{'OOM':>4}"
     header += f"{'$/proof':>9}  knobs changed (from the starting config) / note"
     lines = [f"proofs/hour in {time_basis}", header]
     for t in trials:
@@ -599,10 +613,12 @@ def format_table(trials: Sequence[Trial], price_per_hour: float | None, *, time_
         margin = "-" if t.margin is None else f"{t.margin:.2f}"
         peak = _cell_size(t.peak_rss_bytes) if t.ran else f"~{_cell_size(t.predicted_peak_bytes)}"
         rate = f"{t.proofs_per_hour:.1f}" if t.ran else "-"
+        per_proof = f"{3600 / t.proofs_per_hour:.1f}" if t.proofs_per_hour > 0 else "-"
         what = ", ".join(t.changes) or "(starting config)"
         note = f" — {brief(t.note)}" if t.note else ""
         lines.append(
-            f"{t.index:>3} {t.status:<9}{rate:>9}{peak:>9}{_cell_size(t.limit_bytes):>6}{margin:>7}{t.oom_kills:>4}"
+            f"{t.index:>3} {t.status:<9}{rate:>9}{per_proof:>8}{peak:>9}{_cell_size(t.limit_bytes):>6}"
+            f"{margin:>7}{t.oom_kills:>4}"
             f"{'-' if price is None else f'{price:.3f}':>9}  {what}{note}"
         )
     return "\n".join(lines)
@@ -613,10 +629,19 @@ def format_table(trials: Sequence[Trial], price_per_hour: float | None, *, time_
 # --------------------------------------------------------------------------------------------
 
 
-def read_trial_session(session: Path, memory_scale: float) -> tuple[int | None, int, tuple[float, ...]]:
-    """(peak RSS in the box's bytes, OOM kills, completion times in real seconds from the first
-    submission) from a benchmark session: the highest of the sampled RSS and the cgroup's high-water
-    mark (sampling at 1 s misses short peaks; meta ``cgroup_peak_bytes``)."""
+@dataclass(frozen=True, slots=True)
+class SessionFigures:
+    """What a trial's benchmark session says so far."""
+
+    peak_rss_bytes: int | None  # the box's bytes: the highest sampled RSS or cgroup high-water mark
+    oom_kills: int
+    completion_times: tuple[float, ...]  # real seconds from the first submission to each completed proof
+    first_submitted: float | None  # epoch seconds of the first submission
+
+
+def read_trial_session(session: Path, memory_scale: float) -> SessionFigures:
+    """A benchmark session's figures; the peak is the highest of the sampled RSS and the cgroup's
+    high-water mark (sampling at 1 s misses short peaks; meta ``cgroup_peak_bytes``)."""
     peak = 0
     ooms = 0
     started: float | None = None
@@ -642,7 +667,7 @@ def read_trial_session(session: Path, memory_scale: float) -> tuple[int | None, 
     except (OSError, ValueError):
         meta = {}
     peak = max(peak, int(meta.get("cgroup_peak_bytes") or 0))
-    return (int(peak / memory_scale) if peak else None), ooms, tuple(sorted(times))
+    return SessionFigures(int(peak / memory_scale) if peak else None, ooms, tuple(sorted(times)), started)
 
 
 def _enforced_limit(session: Path, memory_scale: float) -> int | None:
@@ -687,7 +712,6 @@ class BenchTrialRunner:
         if self.memory_limit is not None:
             argv += ["--memory-limit", str(self.memory_limit)]
         log = self.directory / f"trial-{index:02d}.log"
-        started = time.monotonic()
         stopped = False
         with log.open("wb") as stderr:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr)
@@ -696,8 +720,12 @@ class BenchTrialRunner:
                     try:
                         proc.wait(timeout=self.poll_s)
                     except subprocess.TimeoutExpired:
-                        _, _, times = read_trial_session(session, self.memory_scale)
-                        if not stopped and stop_when((*times, time.monotonic() - started)):
+                        so_far = read_trial_session(session, self.memory_scale)
+                        first = so_far.first_submitted
+                        # The proof now due is at least as late as now: measured, like the others, from
+                        # the first submission (the daemon's start before it is no proof's time).
+                        pending = () if first is None else (time.time() - first,)
+                        if not stopped and stop_when((*so_far.completion_times, *pending)):
                             stopped = True
                             proc.send_signal(signal.SIGTERM)  # the bench cancels and stops its daemon
                 stdout = proc.stdout.read() if proc.stdout is not None else b""
@@ -711,10 +739,10 @@ class BenchTrialRunner:
             summary = json.loads(stdout.decode().strip().splitlines()[-1])
         except (ValueError, IndexError):
             summary = {"error": log.read_text(errors="replace").strip()[-400:] or f"exit status {proc.returncode}"}
-        peak, ooms, times = read_trial_session(session, self.memory_scale)
+        figures = read_trial_session(session, self.memory_scale)
         error = str(summary.get("error") or "")
         status: TrialStatus = (
-            "stopped" if stopped else "oom" if ooms else "completed" if proc.returncode == 0 else "failed"
+            "stopped" if stopped else "oom" if figures.oom_kills else "completed" if proc.returncode == 0 else "failed"
         )
         note = f"stopped early: slower than {EARLY_STOP_FACTOR:g} × the best" if stopped else error
         limit = _enforced_limit(session, self.memory_scale)
@@ -723,10 +751,10 @@ class BenchTrialRunner:
             proofs_per_hour=float(summary.get("proofs_per_hour") or 0.0) if status == "completed" else 0.0,
             completed=int(summary.get("completed") or 0),
             wall_s=float(summary.get("wall_s") or 0.0),
-            peak_rss_bytes=peak,
+            peak_rss_bytes=figures.peak_rss_bytes,
             limit_bytes=limit,
-            oom_kills=ooms,
-            completion_times=times,
+            oom_kills=figures.oom_kills,
+            completion_times=figures.completion_times,
             session=str(session),
             note=note,
         )

@@ -162,7 +162,7 @@ def test_the_table_shows_changes_rate_peak_against_limit_ooms_and_price() -> Non
     table = format_table(trials, 12.0, time_basis="the modelled box's time").splitlines()
     assert "OOM-killed" in table[2] and "(starting config)" in table[2]
     row = table[3].split()
-    assert row[:8] == ["2", "completed", "60.0", "230", "256", "0.90", "0", "0.200"]
+    assert row[:9] == ["2", "completed", "60.0", "60.0", "230", "256", "0.90", "0", "0.200"]
     assert 'memory.total_budget = "196GiB",' in table[3] and "pipeline.max_parallel_synthesis = 9" in table[3]
 
 

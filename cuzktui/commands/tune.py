@@ -33,6 +33,7 @@ from ..tune import (
     run_search,
     save_state,
     start_knobs,
+    tier_line,
 )
 from ..units import UnitError, format_size, parse_duration, parse_size
 
@@ -171,12 +172,16 @@ def _result(args: argparse.Namespace, search: Search, base: ConfigDocument, dire
                     "best_margin": None if best is None else best.margin,
                     "out": args.out,
                     "out_errors": out_errors,
+                    "documented_tier": tier_line(search.box.limit_bytes, search.kind),
                 }
             )
         )
     else:
         print(format_table(search.trials, args.price_per_hour, time_basis=basis))
         print(f"trials run: {trials_run} (skipped on the model's word: {len(search.trials) - trials_run})")
+        tier = tier_line(search.box.limit_bytes, search.kind)
+        if tier is not None:
+            print(tier)
         if best is None:
             print("no trial completed every proof without an OOM kill")
         else:
