@@ -474,12 +474,18 @@ class Search:
 
     def next_knobs(self) -> tuple[Knobs, str | None] | None:
         """The next candidate and, when the model says it would not fit, why (a skipped trial); None
-        when every neighbour of the best has been tried or skipped: the search has converged."""
+        when every neighbour of the best has been tried or skipped: the search has converged. A refused
+        candidate holding at least as many partitions as one already skipped is passed over without a
+        row of its own (the table says each refusal once)."""
         model = self.model()
+        skipped = [partitions_held(t.knobs, self.kind) for t in self.trials if t.status == "skipped"]
         for k in self.candidates():
             if k == self.baseline:
                 return k, None  # the starting config is measured whatever the model says: it is the reference
-            return k, model.refusal(k, self.box.limit_bytes)
+            refusal = model.refusal(k, self.box.limit_bytes)
+            if refusal is not None and any(held <= partitions_held(k, self.kind) for held in skipped):
+                continue
+            return k, refusal
         return None
 
     def record(self, trial: Trial) -> None:
