@@ -194,6 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--concurrency", "-j", type=int, default=6, metavar="C", help="starting benchmark concurrency (default 6)"
     )
     tune.add_argument("--profile", type=int, metavar="GIB", help="on the engine, emulate a box of this much RAM")
+    tune.add_argument("--input", "--c1", "--vanilla", metavar="FILE", help="each trial's input (needed by a daemon)")
     tune.add_argument("--memory-limit", metavar="SIZE", help="the trials' memory cgroup size (default: the profile's)")
     tune.add_argument("--trials", type=int, default=12, metavar="K", help="at most K benchmarks (default 12)")
     tune.add_argument("--time-budget", default="2h", metavar="DURATION", help="stop starting trials after this (2h)")

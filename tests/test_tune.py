@@ -10,6 +10,9 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import pytest
+
+from cuzktui.cli import main
 from cuzktui.config import ConfigDocument, build_config
 from cuzktui.daemon_facts import MEASURED_BASE_RSS, MEASURED_RSS_PER_PARTITION
 from cuzktui.planner import make_report
@@ -196,3 +199,20 @@ def test_a_short_search_on_the_engine_as_a_256_gib_box_beats_the_starting_config
     )
     assert check.returncode == 0, check.stdout
     assert out.read_text().startswith("# the operator's file\n")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--daemon", "/usr/bin/true"], "--input is required with the real daemon"),
+        (["--daemon", "/usr/bin/true", "--profile", "256"], "--profile emulates a machine on the engine"),
+        (["--engine", "--time-budget", "2 hours"], "--time-budget"),
+        (["--engine", "--trials", "0"], "--trials"),
+    ],
+)
+def test_bad_usage_exits_2_and_runs_no_trial(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    assert main(["tune", "--resume", str(tmp_path / "search"), *args]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "search").exists()

@@ -7,6 +7,7 @@ found (and written with ``--out``), 1 no trial completed without an OOM kill, 2 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -69,7 +70,7 @@ def _trial_line(trial: Trial, limit: int) -> str:
 
 def _arguments(args: argparse.Namespace) -> dict[str, Any]:
     """What a resumed search must run with: the options that decide its trials."""
-    names = ("kind", "count", "concurrency", "engine", "daemon", "config", "profile", "memory_limit")
+    names = ("kind", "count", "concurrency", "engine", "daemon", "input", "config", "profile", "memory_limit")
     return {name: getattr(args, name) for name in names}
 
 
@@ -90,12 +91,16 @@ def _tune(args: argparse.Namespace) -> int:
             setattr(args, name, value)
     if args.count < 1 or args.concurrency < 1 or args.trials < 1:
         raise TuneUsageError("--count, --concurrency and --trials must be at least 1")
+    deadline = time.monotonic() + parse_time_budget(args.time_budget)
     program = choose_program(engine=args.engine, daemon_path=args.daemon)
     engine = program.mode == "engine"
     if args.profile is not None and not engine:
         raise TuneUsageError("--profile emulates a machine on the engine; use --memory-limit for a daemon")
-    if not engine:
-        raise TuneUsageError("the real daemon needs --input per trial; tune runs on the engine for now (--engine)")
+    if not engine and not args.input:
+        which = "a C1 output JSON" if args.kind == "porep" else "a vanilla proof file"
+        raise TuneUsageError(f"--input is required with the real daemon ({which} for {args.kind})")
+    if args.input and not Path(args.input).is_file():
+        raise TuneUsageError(f"--input {args.input}: no such file")
     try:
         base = load_config_or_default(args.config) if args.config else ConfigDocument.parse(build_config({}))
     except (ConfigError, ValueError) as error:
@@ -104,7 +109,7 @@ def _tune(args: argparse.Namespace) -> int:
     if args.profile is not None:
         start_text = with_profile(start_text, args.profile)
     start_doc = ConfigDocument.parse(start_text)
-    scale = float(start_doc.get("engine", "memory_scale"))
+    scale = float(start_doc.get("engine", "memory_scale")) if engine else 1.0
     limit: int | None = None
     if args.memory_limit:
         try:
@@ -114,8 +119,10 @@ def _tune(args: argparse.Namespace) -> int:
     elif args.profile is not None:
         limit = profile_memory_limit(args.profile, scale)
     effective = start_doc.effective()
-    report = memcheck_for(effective, engine=True, memory_limit_bytes=limit)
+    report = memcheck_for(effective, engine=engine, memory_limit_bytes=limit)
     box = Box.from_report(report)
+    if not engine and limit is not None:  # memcheck describes this machine; the trials' cgroup is smaller
+        box = dataclasses.replace(box, limit_bytes=min(box.limit_bytes, limit))
     start = start_knobs(report, args.concurrency)
     baseline = knobs_of(effective, args.concurrency, report.auto_budget_bytes)
     directory = resume or sessions_root() / f"tune-{time.strftime('%Y%m%d-%H%M%S')}-{args.kind}"
@@ -123,7 +130,6 @@ def _tune(args: argparse.Namespace) -> int:
     search = loaded or Search(args.kind, args.count, box, start, baseline)
     if loaded is not None:
         _progress(f"resuming {directory}: {len(loaded.trials)} trials on record")
-    deadline = time.monotonic() + parse_time_budget(args.time_budget)
     saved_args = _arguments(args)
 
     def config_for(knobs: Knobs) -> str:
@@ -140,15 +146,17 @@ def _tune(args: argparse.Namespace) -> int:
         f"tuning {args.count} × {args.kind} on {report.machine}, limit {format_size(box.limit_bytes)}; "
         f"trials in {directory}"
     )
-    runner = BenchTrialRunner(directory, args.kind, args.count, ("--engine",), limit, scale)
+    daemon_args = ("--engine",) if engine else ("--daemon", program.argv[0])
+    inputs = ("--input", str(Path(args.input).resolve())) if args.input else ()
+    runner = BenchTrialRunner(directory, args.kind, args.count, (*daemon_args, *inputs), limit, scale)
     run_search(search, runner, config_for, max_trials=args.trials, deadline=deadline, on_trial=on_trial)
     save_state(search, directory, saved_args)
-    return _result(args, search, base, directory)
+    basis = "the modelled box's time (engine time_scale)" if engine else "wall-clock time"
+    return _result(args, search, base, directory, basis)
 
 
-def _result(args: argparse.Namespace, search: Search, base: ConfigDocument, directory: Path) -> int:
+def _result(args: argparse.Namespace, search: Search, base: ConfigDocument, directory: Path, basis: str) -> int:
     best = search.best()
-    basis = "the modelled box's time (engine time_scale)"
     start_trial = search.trials[0] if search.trials else None
     out_errors: list[str] = []
     if best is not None and args.out:
@@ -161,7 +169,7 @@ def _result(args: argparse.Namespace, search: Search, base: ConfigDocument, dire
             json.dumps(
                 {
                     "directory": str(directory),
-                    "time_basis": "modelled",
+                    "time_basis": basis,
                     "limit_bytes": search.box.limit_bytes,
                     "trials_run": trials_run,
                     "trials": [
