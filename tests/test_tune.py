@@ -179,7 +179,7 @@ def test_a_short_search_on_the_engine_as_a_256_gib_box_beats_the_starting_config
     state.mkdir()
     proc = subprocess.run(
         [sys.executable, "-m", "cuzktui.cli", "tune", "--engine", "--config", str(config), "--profile", "256",
-         "--count", "4", "--concurrency", "2", "--trials", "3", "--out", str(out), "--json", "--resume",
+         "--count", "6", "--concurrency", "6", "--trials", "3", "--out", str(out), "--json", "--resume",
          str(state)],
         capture_output=True, text=True, cwd=ROOT, timeout=300,
     )  # fmt: skip
