@@ -315,3 +315,38 @@ def test_a_flooded_log_is_followed_in_bounded_polls_and_an_endless_line_in_piece
     # Every line; the endless one in 1 to 3 pieces (where the reads' chunks cut it).
     assert len(real) * copies < follower.log.lines <= len(real) * copies + 3
     session.close()
+
+
+async def test_a_session_writes_only_its_directory_the_chosen_config_and_its_socket(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_engine()
+    # Everywhere a tool might write by default (home, XDG dirs, TMPDIR) is one watched, empty tree;
+    # the daemon and the runner inherit the same environment.
+    outside = tmp_path / "outside"
+    for name in ("HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR"):
+        (outside / name).mkdir(parents=True)
+        monkeypatch.setenv(name, str(outside / name))
+    monkeypatch.setenv("TMPDIR", str(outside / "XDG_RUNTIME_DIR"))
+    socket_dir = Path(tempfile.mkdtemp(prefix="cz-"))
+    config = tmp_path / "cuzk.toml"
+    config.write_text(fast_engine_config(socket_dir))
+    session_dir = tmp_path / "session"
+    controller = LiveController(LiveOptions(program=engine_program(), config_file=config, session_dir=session_dir))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
+    try:
+        await controller.start()
+        while controller.model.daemon.phase != "ready":
+            assert loop.time() < deadline, "the engine never became ready"
+            await controller.poll()
+            await asyncio.sleep(0.05)
+        await controller.apply_config({"pipeline.max_parallel_synthesis": 3})  # saves the chosen config
+        assert "max_parallel_synthesis = 3" in config.read_text()
+    finally:
+        await controller.shutdown(stop_daemon=True)
+        sockets = [p.name for p in socket_dir.iterdir()]
+        shutil.rmtree(socket_dir, ignore_errors=True)
+    assert [p for p in outside.rglob("*") if not p.is_dir()] == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cuzk.toml", "outside", "session"]
+    assert set(sockets) <= {"cuzk.sock"}  # the config's own listen address, nothing else
