@@ -177,15 +177,24 @@ def test_a_short_search_on_the_engine_as_a_256_gib_box_beats_the_starting_config
     out = tmp_path / "best.toml"
     state = tmp_path / "search"
     state.mkdir()
-    proc = subprocess.run(
-        [sys.executable, "-m", "cuzktui.cli", "tune", "--engine", "--config", str(config), "--profile", "256",
-         "--count", "6", "--concurrency", "6", "--trials", "3", "--out", str(out), "--json", "--resume",
-         str(state)],
-        capture_output=True, text=True, cwd=ROOT, timeout=300,
-    )  # fmt: skip
+
+    def tune(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "cuzktui.cli", "tune", "--json", "--resume", str(state), *args],
+            capture_output=True, text=True, cwd=ROOT, timeout=300,
+        )  # fmt: skip
+
+    # Two trials, then the search resumed from its directory for a third: the first two are not run again.
+    first = tune("--engine", "--config", str(config), "--profile", "256", "--count", "6", "--concurrency", "6",
+                 "--trials", "2")  # fmt: skip
+    assert first.returncode in (0, 1), first.stderr[-3000:]
+    before = json.loads(first.stdout)["trials"]
+    assert sum(1 for t in before if t["status"] != "skipped") == 2
+    proc = tune("--trials", "3", "--out", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout)
     trials = result["trials"]
+    assert trials[: len(before)] == before and sum(1 for t in trials if t["status"] != "skipped") == 3
     assert trials[0]["changes"] == [] and trials[0]["status"] == "oom"  # "auto" on a 256 GiB cgroup
     best = trials[result["best"] - 1]
     assert best["status"] == "completed" and best["oom_kills"] == 0
@@ -198,7 +207,7 @@ def test_a_short_search_on_the_engine_as_a_256_gib_box_beats_the_starting_config
         [sys.executable, "-m", "cuzktui.cli", "config", "check", str(out)], capture_output=True, text=True, cwd=ROOT
     )
     assert check.returncode == 0, check.stdout
-    assert out.read_text().startswith("# the operator's file\n")
+    assert out.read_text().startswith("# the operator's file\n[engine]\ntime_scale = ")  # only changes added
 
 
 @pytest.mark.parametrize(
