@@ -111,8 +111,10 @@ def partitions_at_once(knobs: Knobs, kind: str) -> int:
 def partitions_held(knobs: Knobs, kind: str) -> int:
     """How many partitions' memory these knobs let the daemon hold at once, what peak RSS follows: a
     synthesized partition keeps its reservation while it waits for a GPU, so the budget's admission
-    (beside the kind's SRS and PCE), not the worker count, bounds them; with pacing on
-    (max_gpu_queue_depth > 0) the waiting ones are at most the depth, beside the workers and GPU workers."""
+    (beside the kind's SRS and PCE), not the worker count, bounds them. With pacing on
+    (max_gpu_queue_depth > 0, engine.rs DispatchPacer, a PI controller) dispatch aims at about that many
+    synthesized partitions waiting, so the model counts the workers, the depth and the GPU workers: a
+    target, not a hard bound, which the fitted model and the OOM rule correct."""
     facts = BY_CLI_NAME[kind]
     budget = knobs.total_budget_gib * GiB
     held = min(partitions_in_budget(budget, facts.kind), knobs.concurrency * facts.partitions)
