@@ -615,7 +615,11 @@ def format_table(trials: Sequence[Trial], price_per_hour: float | None, *, time_
     """The trials as a table: knobs changed, proofs/hour, peak RSS against the limit, OOM kills, price."""
     header = f"{'#':>3} {'status':<9}{'proofs/h':>9}{'s/proof':>8}{'peak GiB':>9}{'limit':>6}{'margin':>7}{'OOM':>4}"
     header += f"{'$/proof':>9}  knobs changed (from the starting config) / note"
-    lines = [f"proofs/hour in {time_basis}", header]
+    lines = [
+        f"proofs/hour in {time_basis}; peak RSS and limit in GiB of the box (a run's limit is what the kernel "
+        "enforced: the box's RAM plus the bench's allowance for the inputs in flight); margin = peak / limit",
+        header,
+    ]
     for t in trials:
         price = t.price_per_proof(price_per_hour)
         margin = "-" if t.margin is None else f"{t.margin:.2f}"
