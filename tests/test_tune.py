@@ -12,11 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from cuzktui import events as ev
 from cuzktui.cli import main
 from cuzktui.config import ConfigDocument, build_config
 from cuzktui.daemon_facts import MEASURED_BASE_RSS, MEASURED_RSS_PER_PARTITION
 from cuzktui.planner import make_report
+from cuzktui.session import iter_session_events
 from cuzktui.tune import (
+    BenchTrialRunner,
     Box,
     Knobs,
     Search,
@@ -225,3 +228,22 @@ def test_bad_usage_exits_2_and_runs_no_trial(
     assert main(["tune", "--resume", str(tmp_path / "search"), *args]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "search").exists()
+
+
+def test_a_trial_told_to_stop_is_cancelled_and_its_daemon_stopped(tmp_path: Path) -> None:
+    require_engine()
+    memory_cgroup_or_skip()
+    runner = BenchTrialRunner(tmp_path, "porep", 6, ("--engine",), 1 << 30, 1 / 256)
+    config = build_config({"engine.time_scale": 0.02, "engine.mem_total": "256GiB", "memory.total_budget": "196GiB"})
+    polls: list[Sequence[float]] = []
+
+    def stop_when(times: Sequence[float]) -> bool:
+        polls.append(times)
+        return len(times) >= 1  # once the first proof is submitted (the pending one counts)
+
+    outcome = runner(1, config, 6, stop_when)
+    assert outcome.status == "stopped" and outcome.proofs_per_hour == 0.0
+    assert outcome.completed < 6 and "stopped early" in outcome.note
+    exits = [e for e in iter_session_events(outcome.session) if isinstance(e, ev.DaemonExited)]
+    assert [e.cause for e in exits] == ["stopped"]  # the bench stopped its daemon on the way out
+    assert json.loads((Path(outcome.session) / "meta.json").read_text())["cgroup_peak_bytes"] > 0
