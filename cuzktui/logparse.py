@@ -55,7 +55,7 @@ from .events import (
     TimelineEvent,
 )
 
-__all__ = ["LineSplitter", "is_inert", "parse_line", "strip_ansi"]
+__all__ = ["LineSplitter", "event_line_starts", "is_inert", "parse_line", "strip_ansi"]
 
 _ANSI_RE: Final = re.compile(r"\x1b\[[0-9;]*m")
 # A field boundary: one space, an identifier, '='. Dotted keys come from `log` records.
@@ -642,6 +642,43 @@ def is_inert(line: str, details: bool = True) -> bool:
     word = line[body:word_end] if word_end != -1 else line[body:].rstrip("\r\n")
     candidates = (_BY_FIRST_WORD if details else _BY_FIRST_WORD_PHASES).get(word)
     return candidates is None or not line.startswith(candidates, body)
+
+
+_SGR: Final = rb"(?:\x1b\[[0-9;]*m)*"
+
+
+@lru_cache(maxsize=2)
+def _event_patterns(details: bool) -> tuple[re.Pattern[bytes], re.Pattern[bytes], tuple[re.Pattern[bytes], ...]]:
+    """(an unstamped event prefix at a buffer's start, the same after a newline, the patterns found
+    anywhere in a line). Each starts with a literal, which ``re`` finds at memchr speed."""
+    unstamped = _UNSTAMPED_EVENTS if details else _UNSTAMPED_PHASE_EVENTS
+    groups = (_BY_FIRST_WORD if details else _BY_FIRST_WORD_PHASES).values()
+    notable = sorted({message for group in groups for message in group}, key=len, reverse=True)
+
+    def either(texts: tuple[str, ...] | list[str]) -> bytes:
+        return b"(?:" + b"|".join(re.escape(text.encode()) for text in texts) + b")"
+
+    line_start = _SGR + either(unstamped)
+    # A notable message follows the target's ':' and a space, plain or with the colour reset the
+    # ANSI rendering puts between them (engine/tracing.py Logger._ansi).
+    message = b":" + _SGR + b" " + either(notable)
+    return re.compile(line_start), re.compile(b"\n" + line_start), tuple(map(re.compile, (b"WARN", b"ERROR", message)))
+
+
+def event_line_starts(buf: bytes, details: bool = True) -> list[int]:
+    """Offsets in ``buf`` (raw log bytes starting at a line's start) of the lines that may be events,
+    in order: every line :func:`is_inert` keeps and :func:`parse_line` makes no PlainLine of, and
+    a few more (a WARN or ERROR anywhere, a notable message inside a field).
+
+    A bulk reader finds them over whole chunks at C speed and hands only these lines to
+    :func:`is_inert` and :func:`parse_line`, which still decide each of them exactly.
+    """
+    at_start, after_newline, anywhere = _event_patterns(details)
+    starts = {0} if at_start.match(buf) else set()
+    starts.update(m.start() + 1 for m in after_newline.finditer(buf))
+    for pattern in anywhere:
+        starts.update(buf.rfind(b"\n", 0, m.start()) + 1 for m in pattern.finditer(buf))
+    return sorted(starts)
 
 
 # --------------------------------------------------------------------------------------------

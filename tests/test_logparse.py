@@ -31,7 +31,7 @@ from cuzktui.events import (
     Stream,
     TimelineEvent,
 )
-from cuzktui.logparse import LineSplitter, is_inert, parse_line, strip_ansi
+from cuzktui.logparse import LineSplitter, event_line_starts, is_inert, parse_line, strip_ansi
 
 FIXTURE = Path(__file__).parent / "data" / "timeline_restart.log"
 T0 = calendar.timegm((2026, 5, 1, 7, 0, 0))
@@ -493,6 +493,32 @@ def test_line_splitter_chunking_does_not_change_the_lines(data: bytes, cuts: lis
 )
 def test_is_inert_skips_only_lines_no_event_is_built_from(line: str, inert: bool) -> None:
     assert is_inert(line) is inert
+
+
+@pytest.mark.parametrize("details", [True, False])
+def test_the_bulk_scan_finds_every_event_line_and_skips_inert_ones(details: bool) -> None:
+    evictor = f"{TS}  INFO cuzk_core::engine: evictor callback wired"
+    coloured_evictor = f"{E}[2m{TS}{E}[0m {E}[32m INFO{E}[0m {E}[2mcuzk_core::engine{E}[0m{E}[2m:{E}[0m evictor wired"
+    lines = [
+        *FIXTURE.read_text("utf-8").splitlines(),
+        evictor,
+        coloured_evictor,
+        f"{TS}  WARN cuzk_core::config: unknown key ignored key=foo",
+        f"{E}[2m{TS}{E}[0m {E}[31mERROR{E}[0m {E}[2mcuzk_core::engine{E}[0m{E}[2m:{E}[0m proof failed job_id=j1",
+        f"{E}[33mTIMELINE,5,SYNTH_START,j1,partition=0{E}[0m",
+        "CUZK_NTT_H: d_b_alloc=3ms ntt_kernels=41ms total=97ms",
+        "Error: daemon failed",
+        "Caused by: no such file",
+    ]
+    data = "\n".join(lines).encode()
+    offsets = [0]
+    for line in lines[:-1]:
+        offsets.append(offsets[-1] + len(line.encode()) + 1)
+    found = {lines[offsets.index(start)] for start in event_line_starts(data, details)}
+    events = {line for line in lines if not is_inert(line, details) and type(parse_line(line)) is not PlainLine}
+    assert events <= found
+    assert "TIMELINE,1000,SYNTH_START,porep-1000-1,partition=0" in events  # the test has teeth
+    assert not {evictor, coloured_evictor, "Caused by: no such file"} & found
 
 
 def test_without_details_the_timing_lines_are_inert_but_phase_lines_are_not() -> None:
