@@ -2,7 +2,7 @@
 
 Every baseline is measured in the same run on the same file (the machine is shared and noisy:
 compare ratios, not seconds). The log is :func:`ingest.synthetic_log` (upstream's format strings,
-§4) scaled to ``--lines``; ``--quick`` is a seconds-long smoke run that CI may call.
+docs/daemon-interface.md §4) scaled to ``--lines``; ``--quick`` is a seconds-long smoke run that CI may call.
 
     .venv/bin/python benchmarks/run_all.py [--quick] [--lines N]
 
