@@ -105,6 +105,8 @@ def _tune(args: argparse.Namespace) -> int:
         base = load_config_or_default(args.config) if args.config else ConfigDocument.parse(build_config({}))
     except (ConfigError, ValueError) as error:
         raise TuneUsageError(str(error)) from None
+    if args.config and not Path(args.config).exists():
+        save_atomic(base.text(), args.config)  # as --help says, and as bench does: the starting file on disk
     start_text = base.text()
     if args.profile is not None:
         start_text = with_profile(start_text, args.profile)
