@@ -20,18 +20,26 @@ from .config import ConfigError, load_config
 from .controller import BenchRequest, ControllerError, Identity, ReplayClock
 from .local import LocalQueries
 from .model import SessionModel
-from .session import SessionSource, SourceError, read_session, resolve_source
+from .session import Progress, SessionSource, SourceError, read_session, resolve_source
 from .session_layout import config_versions
+from .units import format_size
 
 
-def load_events(source: SessionSource) -> list[tuple[float, ev.Event]]:
+def load_events(source: SessionSource, progress: Progress | None = None) -> list[tuple[float, ev.Event]]:
     """Every event of a session directory or raw log with its time, in replay order (the one reader)."""
     try:
-        return read_session(source).events
+        return read_session(source, progress=progress).events
     except SourceError as error:
         raise ControllerError(str(error)) from error
     except OSError as error:
         raise ControllerError(f"{source.path}: {error.strerror or error}") from error
+
+
+def progress_bar(done: int, total: int, width: int = 30) -> str:
+    """``[#######-------]  45%  54 MiB of 120 MiB``: a loading replay's progress as one line of text."""
+    share = done / total if total > 0 else 1.0
+    filled = round(share * width)
+    return f"[{'#' * filled}{'-' * (width - filled)}] {share:4.0%}  {format_size(done)} of {format_size(total)}"
 
 
 class ReplayController(LocalQueries):
@@ -68,16 +76,17 @@ class ReplayController(LocalQueries):
     def read_only(self) -> bool:
         return True
 
-    def load(self) -> None:
+    def load(self, progress: Progress | None = None) -> None:
         """Read the source now (ControllerError when it is neither a session nor a daemon log), so
-        a command line can refuse a bad file before the TUI opens; ``start`` then reuses it."""
-        self._events = self._read()
+        a command line can refuse a bad file before the TUI opens, showing ``progress`` meanwhile;
+        ``start`` then reuses it."""
+        self._events = self._read(progress)
         self._loaded = True
 
-    def _read(self) -> list[tuple[float, ev.Event]]:
+    def _read(self, progress: Progress | None = None) -> list[tuple[float, ev.Event]]:
         if self._resolved is None:
             raise ControllerError(self._refusal)
-        return load_events(self._resolved)
+        return load_events(self._resolved, progress)
 
     async def start(self) -> None:
         if not self._loaded:

@@ -25,7 +25,7 @@ import os
 import platform
 import time
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from operator import itemgetter
@@ -224,6 +224,11 @@ class _Tail:
         self.line_number = 0
         self.cut = False  # the file ended without a newline (final read): its writer stopped mid-line
 
+    @property
+    def offset(self) -> int:
+        """Bytes of the file read so far (a loading reader's progress)."""
+        return self._offset
+
     def _blocks(self, final: bool, limit: int | None = None) -> Iterator[bytes]:
         """Runs of whole lines appended since the last read, each ending in a newline; with ``final``
         also the unterminated last line (``cut``); with ``limit``, from at most about that many new
@@ -304,6 +309,10 @@ class LogFollower:
     @property
     def lines(self) -> int:
         return self._tail.line_number
+
+    @property
+    def offset(self) -> int:
+        return self._tail.offset
 
     @property
     def cut_mid_line(self) -> bool:
@@ -444,8 +453,14 @@ class RecordedSession:
     damage: str | None = None
 
 
-def read_session(source: SessionSource, details: bool = True) -> RecordedSession:
+# A loading reader's progress: (log bytes read, log bytes in all), now and then while it reads.
+Progress = Callable[[int, int], None]
+_PROGRESS_EVERY: Final = 4096  # events between two progress calls (a few MB of a busy log)
+
+
+def read_session(source: SessionSource, details: bool = True, progress: Progress | None = None) -> RecordedSession:
     """Read a session or a bare log once; OSError propagates, SourceError when it is neither.
+    ``progress`` is called as the log is read, last with the whole size.
 
     A bare log has no supervisor to say how its daemon ended: a log cut mid-line (the daemon died
     while writing) or one that ends on the fatal ``Error:`` report becomes a DaemonExited at its end.
@@ -460,14 +475,19 @@ def read_session(source: SessionSource, details: bool = True) -> RecordedSession
     events: list[_Keyed] = []
     fatal: str | None = None
     recognised = False
+    log = follower.log
+    total = _size(source.log_path)
     for key, event in follower.iter_keyed(final=True):
+        if progress is not None and len(events) % _PROGRESS_EVERY == 0:
+            progress(min(log.offset, total), total)
         if type(event) is ev.PlainLine:  # text no daemon line (a damaged line, a panic's prose)
             continue
         recognised = True
         if isinstance(event, ev.FatalErrorLine):
             fatal = event.context
         events.append((key, event))
-    log = follower.log
+    if progress is not None:
+        progress(total, total)
     if source.bare_log:
         if not recognised:
             raise SourceError(
@@ -483,6 +503,13 @@ def read_session(source: SessionSource, details: bool = True) -> RecordedSession
             cause: ev.ExitCause = "error" if fatal is not None else "unknown"
             events.append((end, ev.DaemonExited(end, None, None, None, cause, (evidence,), fatal)))
     return RecordedSession(source, events, log.lines, follower.damage)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,11 +8,22 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
+
 from cuzktui import events as ev
+from cuzktui import session as session_module
 from cuzktui.bench import build_requests
 from cuzktui.commands.sessions import format_sessions
 from cuzktui.proto import proving_pb2 as pb
-from cuzktui.session import SessionFollower, SessionWriter, iter_session_events, list_sessions
+from cuzktui.replay import progress_bar
+from cuzktui.session import (
+    SessionFollower,
+    SessionWriter,
+    iter_session_events,
+    list_sessions,
+    read_session,
+    resolve_source,
+)
 from cuzktui.supervisor import Supervisor, engine_program
 from cuzktui.timeline import Timeline
 from tests.conftest import engine_config_text, require_engine
@@ -199,3 +210,25 @@ async def test_a_recorded_engine_run_replays_to_the_live_timeline(tmp_path: Path
     assert _waterfall(replayed) == _waterfall(live)
     partitions = _waterfall(live)[0][4]
     assert isinstance(partitions, tuple) and len(partitions) == 10  # ten PoRep partitions, each with its phases
+
+
+def test_reading_a_long_log_reports_its_progress_up_to_the_whole_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(session_module, "_READ_CHUNK", 1 << 12)  # many blocks out of a small file
+    log = tmp_path / "daemon.log"
+    _append(log, STARTED + "".join(f"TIMELINE,{n},SYNTH_START,porep-1000-{n},partition=0\n" for n in range(10_000)))
+    size = log.stat().st_size
+    calls: list[tuple[int, int]] = []
+    recorded = read_session(resolve_source(log), progress=lambda done, total: calls.append((done, total)))
+    assert len(recorded.events) == 10_001
+    assert {total for _, total in calls} == {size}
+    done = [d for d, _ in calls]
+    assert done == sorted(done) and done[0] < size and done[-1] == size
+    assert len(calls) >= 3  # not just a start and an end
+
+
+def test_the_progress_bar_says_how_far_the_reading_is() -> None:
+    assert progress_bar(0, 2048, width=10) == "[----------]   0%  0 B of 2 KiB"
+    assert progress_bar(1024, 2048, width=10) == "[#####-----]  50%  1 KiB of 2 KiB"
+    assert progress_bar(0, 0, width=4) == "[####] 100%  0 B of 0 B"

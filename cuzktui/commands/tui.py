@@ -12,7 +12,7 @@ from ..controller import BenchRequest, Controller, ControllerError
 from ..daemon_facts import CLI_KINDS
 from ..live import AttachTarget, LiveController, LiveOptions, find_detached_session
 from ..metrics import MetricsAddressError, exposure_warning, parse_metrics_address
-from ..replay import ReplayController
+from ..replay import ReplayController, progress_bar
 from ..supervisor import choose_program
 from ..units import UnitError, parse_size
 
@@ -125,10 +125,16 @@ def run_attach(args: argparse.Namespace) -> int:
     return _run(LiveController(options), args)
 
 
+def _show_progress(done: int, total: int) -> None:
+    end = "\n" if done >= total else ""
+    print(f"\rreading {progress_bar(done, total)}", end=end, file=sys.stderr, flush=True)
+
+
 def run_replay(args: argparse.Namespace) -> int:
     try:
         controller = ReplayController(Path(args.source))
-        controller.load()
+        # A week of log takes seconds to read: say how far it is (on a terminal only).
+        controller.load(_show_progress if sys.stderr.isatty() else None)
     except ControllerError as error:
         print(f"cuzk-tui replay: {error}", file=sys.stderr)
         return 1
