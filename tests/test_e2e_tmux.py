@@ -172,10 +172,13 @@ def test_run_bench_in_tmux_shows_the_summary_and_quit_stops_the_daemon(e2e: E2E)
     tmux.wait_for(lambda s: f"Still running: the daemon (pid {pids[-1]}," in s, "the quit dialog", 30)
     tmux.keys("s")
     deadline = time.monotonic() + 60
-    while tmux.pane("#{pane_dead}") != "1":
+    # Not #{pane_dead}: tmux marks the pane dead when its terminal reaches EOF, which can come before
+    # it has reaped the process and recorded how it ended (an exit status, or a signal).
+    while tmux.pane("#{pane_dead_status}#{pane_dead_signal}") == "":
         assert time.monotonic() < deadline, f"the TUI did not exit; the screen was:\n{tmux.screen()}"
         time.sleep(0.2)
-    assert tmux.pane("#{pane_dead_status}") == "0"
+    ended = tmux.pane("status #{pane_dead_status}, signal #{pane_dead_signal}")
+    assert ended == "status 0, signal", ended
     assert [pid for pid in recorded_pids(e2e.session) if alive(pid)] == []
 
 
