@@ -18,6 +18,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, ClassVar
 
+from rich.text import Text
 from textual import work
 from textual.app import App, SuspendNotSupported
 from textual.binding import Binding, BindingType
@@ -28,8 +29,8 @@ from textual.widgets import Input
 
 from ..controller import Controller, PollBackoff
 from ..units import format_duration
-from .messages import ApplyRecommended, OpenReplay
-from .modals import QuitScreen
+from .messages import ApplyRecommended, KnobEdits, OpenReplay
+from .modals import ConfirmModal, QuitScreen
 from .screens.bench import BenchScreen
 from .screens.dashboard import DashboardScreen
 from .screens.knobs import KnobsScreen
@@ -113,6 +114,7 @@ class CuzkApp(App[None]):
         self._requested_theme = theme
         self._poll_timer: Timer | None = None
         self._drawn: dict[Screen[Any], tuple[int, int]] = {}
+        self._unapplied_knobs: list[str] = []
         for mode, _key, _label, screen_class in SCREENS:
             self.add_mode(mode, partial(screen_class, controller))
 
@@ -263,6 +265,9 @@ class CuzkApp(App[None]):
             self.screen.fill(message.values)
         self.refresh_visible()
 
+    def on_knob_edits(self, message: KnobEdits) -> None:
+        self._unapplied_knobs = message.names
+
     def on_open_replay(self, message: OpenReplay) -> None:
         """Open a recorded session in a replay viewer in this terminal; quitting it comes back here.
 
@@ -279,6 +284,27 @@ class CuzkApp(App[None]):
             self.notify(f"replay it with: cuzk-tui replay {message.path}", title="Replay", severity="warning")
 
     def action_request_quit(self) -> None:
+        unapplied = [] if self.controller.read_only else self._unapplied_knobs
+        if not unapplied:
+            self._quit_question()
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._quit_question()
+
+        count = f"{len(unapplied)} knob edit{'s' if len(unapplied) != 1 else ''}"
+        self.push_screen(
+            ConfirmModal(
+                f"Quit with {count} not applied?",
+                Text("They are lost on quitting (apply them on Knobs with ctrl+s):\n" + "\n".join(unapplied)),
+                yes="Quit anyway (y)",
+                no="Stay (n)",
+            ),
+            answered,
+        )
+
+    def _quit_question(self) -> None:
         controller = self.controller
         running = []
         if not controller.read_only:

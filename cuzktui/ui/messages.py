@@ -22,3 +22,11 @@ class OpenReplay(Message):
     def __init__(self, path: Path) -> None:
         super().__init__()
         self.path = path
+
+
+class KnobEdits(Message):
+    """The Knobs form's edits not applied yet (``"section.key"`` names), so quitting can say so."""
+
+    def __init__(self, names: list[str]) -> None:
+        super().__init__()
+        self.names = names

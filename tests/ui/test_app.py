@@ -9,12 +9,14 @@ from typing import Any
 
 import pytest
 from textual.geometry import Region
+from textual.widgets import Input
 
 from cuzktui import events as ev
 from cuzktui.model import SessionModel
 from cuzktui.ui.app import SCREENS, ActionsProvider, CuzkApp
-from cuzktui.ui.modals import QuitScreen
+from cuzktui.ui.modals import ConfirmModal, QuitScreen
 from cuzktui.ui.screens.dashboard import DashboardScreen
+from cuzktui.ui.screens.knobs import KnobsScreen
 from cuzktui.ui.theme import Palette, ThemeFileError, bundled_themes, load_theme
 from cuzktui.ui.widgets.charts import Chart
 from cuzktui.ui.widgets.panels import Panel, pipeline_content
@@ -456,3 +458,28 @@ async def test_a_failing_poll_is_said_once_and_its_recovery_once() -> None:
         while fake.polls < polls + 3 and asyncio.get_running_loop().time() < deadline:
             await pilot.pause(0.02)
         assert said("poll recovered") == 1 and said("status endpoint refused") == 1
+
+
+@pytest.mark.parametrize(("answer", "left"), [("n", False), ("y", True)])
+async def test_quitting_with_unapplied_knob_edits_says_so_first(answer: str, left: bool) -> None:
+    fake = FakeController(build_model([]), running=False)
+    app = make_app(fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        await pilot.pause()
+        assert isinstance(app.screen, KnobsScreen)
+        app.screen.field("memory.total_budget").query_one(Input).value = "150GiB"
+        await pilot.pause()
+        app.set_focus(None)
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmModal)
+        assert "1 knob edit not applied" in str(app.screen.query_one("#confirm-question").render())
+        assert "memory.total_budget" in str(app.screen.query_one("#confirm-detail").render())
+        await pilot.press(answer)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert fake.shutdowns == ([False] if left else [])
+        if not left:
+            assert isinstance(app.screen, KnobsScreen)

@@ -187,3 +187,14 @@ async def test_apply_during_a_benchmark_says_the_controller_refuses_and_asks_not
         await pilot.press("ctrl+s")
         assert not isinstance(app.screen, ConfirmModal) and fake.applied == []
         assert any("nothing is applied until it ends" in str(n.message) for n in app._notifications)
+
+
+async def test_boolean_knobs_say_true_or_false_and_follow_the_switch() -> None:
+    app = make_app(FakeController(config=RUNNING))
+    async with app.run_test(size=(120, 40)) as pilot:
+        field = screen_of(app).field("scheduler.sort_by_type")
+        word = field.query_one(".knob--bool", Static)
+        assert str(word.render()) == "true"
+        field.query_one(Switch).value = False
+        await pilot.pause()
+        assert str(word.render()) == "false"

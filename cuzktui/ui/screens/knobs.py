@@ -41,6 +41,7 @@ from ...knobs import (
     parse_cli_value,
     validate_value,
 )
+from ..messages import KnobEdits
 from ..modals import ConfirmModal
 from ..widgets.header import screen_header
 
@@ -80,6 +81,8 @@ class KnobField(Vertical):
         & > Horizontal { height: auto; }
         .knob--name { width: 30; text-style: bold; }
         .knob--editor { width: 1fr; }
+        Switch.knob--editor { width: auto; }
+        .knob--bool { width: 1fr; padding: 1 1; }
         .knob--summary, .knob--help, .knob--problem { padding-left: 30; color: $text-muted; }
         .knob--help { display: none; }
         &:focus-within .knob--help { display: block; }
@@ -105,6 +108,8 @@ class KnobField(Vertical):
             yield Label(k.key + (f" [{k.units}]" if k.units else ""), markup=False, classes="knob--name")
             if k.type is KnobType.BOOL:
                 yield Switch(bool(self._initial_value), disabled=self._editor_disabled, classes="knob--editor")
+                # A switch's knob position alone does not say which way is on (nor in NO_COLOR): name it.
+                yield Label(json.dumps(bool(self._initial_value)), classes="knob--bool")
             else:
                 yield Input(
                     value_text(self._initial_value),
@@ -134,6 +139,10 @@ class KnobField(Vertical):
 
     def on_mount(self) -> None:
         self.check()
+
+    @on(Switch.Changed)
+    def _switched(self, event: Switch.Changed) -> None:
+        self.query_one(".knob--bool", Label).update(json.dumps(event.value))
 
     def value(self) -> Any:
         """The field's value as TOML; KnobValueError when the text is not of the knob's type."""
@@ -325,6 +334,8 @@ class KnobsScreen(Screen[None]):
                 old = show_value(self._running_values.get(name, f.knob.default))
                 lines.append(f"  {old} → {show_value(changes[name])}\n")
         errors = sum(f.has_error for f in self.fields)
+        # The app asks before quitting with these: an edit typed but never applied is easy to lose.
+        self.post_message(KnobEdits(sorted({*changes, *(f.knob.name for f in self.fields if f.has_error)})))
         source = self.controller.running_config_source()
         if not lines:
             if source is None:
