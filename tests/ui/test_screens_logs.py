@@ -29,6 +29,7 @@ async def test_keys_filter_search_and_follow(tmp_path: Path) -> None:
         assert view.levels_shown == {Level.ERROR, Level.WARN}
         status = str(app.screen.query_one("#logs-status", Static).render())
         assert "of 300 lines" in status
+        assert "levels shown: ERROR WARN hidden: INFO DEBUG TIMELINE" in status
         await pilot.press("slash", *"message 29", "enter")
         await app.workers.wait_for_complete()
         await pilot.pause()

@@ -133,10 +133,17 @@ class LogsScreen(Screen[None]):
         count = f"{view.line_count:,} lines"
         if shown != ALL_LEVELS:
             count = f"{view.row_count:,} of {count}"
-        line = Text.assemble(str(view.path), " · ", count, " (indexing…)" if view.indexing else "", " ·")
-        for level in Level:
-            line.append(" ")
-            line.append(level.name, "bold" if level in shown else "dim strike")
+        line = Text.assemble(str(view.path), " · ", count, " (indexing…)" if view.indexing else "", " · levels")
+        # Said in words, not only by strike-through, which NO_COLOR terminals and many fonts drop.
+        for label, levels, style in (
+            ("shown", [lv for lv in Level if lv in shown], "bold"),
+            ("hidden", [lv for lv in Level if lv not in shown], "dim strike"),
+        ):
+            if levels:
+                line.append(f" {label}:")
+                for level in levels:
+                    line.append(" ")
+                    line.append(level.name, style)
         line.append(" · ")
         line.append("following" if view.follow else "not following (f)", "" if view.follow else "dim")
         if view.needle:
