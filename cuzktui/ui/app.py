@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import work
-from textual.app import App, SuspendNotSupported
+from textual.app import App, SuspendNotSupported, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.screen import Screen
@@ -119,6 +119,10 @@ class CuzkApp(App[None]):
             self.add_mode(mode, partial(screen_class, controller))
 
     # -- setup ---------------------------------------------------------------------------------
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        # Textual's own "Quit" would list quitting twice and skip the question of what keeps running.
+        return (command for command in super().get_system_commands(screen) if command.title != "Quit")
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return variable_defaults(self.current_theme)

@@ -171,6 +171,17 @@ async def test_the_palette_offers_every_bound_action(events: list[Timed]) -> Non
         assert app.current_mode == "waterfall"
 
 
+async def test_the_palette_lists_each_command_once(events: list[Timed]) -> None:
+    app = make_app(FakeController(build_model(events)))
+    async with app.run_test() as pilot:
+        await settle(pilot)
+        ours = [label.rsplit(" (", 1)[0] for label, _help, _run in ActionsProvider(app.screen)._actions()]
+        system = [command.title for command in app.get_system_commands(app.screen)]
+        titles = ours + system
+        assert "Quit" in titles and "Theme" in titles
+        assert len(titles) == len(set(titles)), titles
+
+
 async def test_replay_shows_cursor_and_speed_and_plays_from_the_start(events: list[Timed]) -> None:
     fake = FakeReplay(build_model(events))
     app = make_app(fake)
