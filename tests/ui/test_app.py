@@ -494,3 +494,22 @@ async def test_quitting_with_unapplied_knob_edits_says_so_first(answer: str, lef
         assert fake.shutdowns == ([False] if left else [])
         if not left:
             assert isinstance(app.screen, KnobsScreen)
+
+
+async def test_after_starting_a_benchmark_number_keys_switch_screens() -> None:
+    fake = FakeController(build_model([]), running=True)
+    app = make_app(fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("4")
+        await pilot.pause()
+        field = app.screen.query_one("#bench-concurrency", Input)
+        field.focus()
+        field.value = "3"
+        await pilot.press("ctrl+s")
+        await app.workers.wait_for_complete()
+        assert len(fake.benches) == 1
+        await pilot.press("2")
+        await pilot.pause()
+        assert app.current_mode == "waterfall"
+        assert field.value == "3"

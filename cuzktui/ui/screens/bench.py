@@ -246,6 +246,8 @@ class BenchScreen(Screen[None]):
             return
         request = self.request()
         if request is not None:
+            # Leave the field: the number keys switch screens again instead of typing into it.
+            self.set_focus(None)
             self.run_worker(self._start(request), group="bench-control")
 
     async def _start(self, request: BenchRequest) -> None:
