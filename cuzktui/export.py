@@ -36,7 +36,7 @@ from .events import (
     Notice,
     ObservedEvent,
 )
-from .timeline import Job, Partition, Timeline
+from .timeline import Job, Partition, Timeline, run_number
 from .units import GiB
 
 __all__ = ["build_chrome_trace", "write_chrome_trace"]
@@ -76,7 +76,7 @@ def _complete(name: str, pid: int, tid: int, start: float, end: float, args: dic
 def _partition_args(job: Job, p: Partition, duration: float) -> dict[str, Any]:
     args: dict[str, Any] = {"job": job.job_id, "partition": p.index, "duration_ms": round(duration * 1000, 3)}
     if job.segment:
-        args["daemon_run"] = job.segment
+        args["daemon_run"] = run_number(job.segment)
     return args
 
 
@@ -85,7 +85,8 @@ def _job_events(timeline: Timeline) -> list[dict[str, Any]]:
     holds: list[_Hold] = []
     for n, job in enumerate(timeline.jobs()):
         pid = FIRST_JOB_PID + n
-        title = f"job {job.job_id}" + (f" (daemon run {job.segment})" if job.segment else "") + f" — {job.status}"
+        run = f" (daemon run {run_number(job.segment)})" if job.segment else ""
+        title = f"job {job.job_id}{run} — {job.status}"
         if job.overtaken_by:
             title += f" (replaced in the monolithic GPU queue by {job.overtaken_by})"
         events.append(_meta("process_name", pid, title))

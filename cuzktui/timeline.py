@@ -74,6 +74,12 @@ _LANE_LOOKBACK: Final = 8
 JobStatus = Literal["running", "completed", "failed", "incomplete"]
 
 
+def run_number(segment: int) -> int:
+    """The daemon run a segment index is, counted as people count (the first run is 1): the waterfall,
+    the dashboard's "run N" and the export all number runs with this."""
+    return segment + 1
+
+
 def _span(start: float | None, end: float | None) -> float | None:
     return None if start is None or end is None else end - start
 

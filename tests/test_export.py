@@ -23,7 +23,7 @@ from cuzktui.events import (
 )
 from cuzktui.export import build_chrome_trace, write_chrome_trace
 from cuzktui.logparse import parse_line
-from cuzktui.timeline import Timeline
+from cuzktui.timeline import Timeline, run_number
 from cuzktui.units import GiB
 
 FIXTURE = Path(__file__).parent / "data" / "timeline_restart.log"
@@ -44,7 +44,7 @@ def test_one_complete_event_per_finished_phase_per_partition() -> None:
     timeline = fed()
     trace = json.loads(json.dumps(build_chrome_trace(timeline)))
     keys = Counter(
-        (e["args"].get("daemon_run", 0), e["args"]["job"], e["args"]["partition"], e["name"]) for e in x_events(trace)
+        (e["args"].get("daemon_run", 1), e["args"]["job"], e["args"]["partition"], e["name"]) for e in x_events(trace)
     )
     expected = set()
     for job in timeline.jobs():
@@ -55,7 +55,7 @@ def test_one_complete_event_per_finished_phase_per_partition() -> None:
                 ("gpu", p.gpu_start, p.gpu_end),
             ):
                 if start is not None and end is not None:
-                    expected.add((job.segment, job.job_id, p.index, name))
+                    expected.add((run_number(job.segment), job.job_id, p.index, name))
     assert set(keys) == expected
     assert set(keys.values()) == {1}
     # The fixture: 7 partitions with all three phases, the killed run's p0 without its GPU end.
@@ -80,7 +80,7 @@ def test_every_track_is_named() -> None:
         assert e["pid"] in processes and (e["pid"], e["tid"]) in threads
     assert processes[1] == "GPU workers"
     assert {threads[(1, 0)], threads[(1, 1)]} == {"GPU worker 0", "GPU worker 1"}
-    assert "job porep-1000-3 (daemon run 1) — completed" in processes.values()
+    assert "job porep-1000-3 (daemon run 2) — completed" in processes.values()
 
 
 def test_overlapping_holds_of_one_worker_go_to_separate_threads() -> None:

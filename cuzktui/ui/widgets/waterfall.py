@@ -34,7 +34,7 @@ from textual.strip import Strip
 
 from ...figures import session_origin, timeline_now
 from ...model import SessionModel
-from ...timeline import Job, Partition, Segment
+from ...timeline import Job, Partition, Segment, run_number
 from ...units import format_duration
 from ..theme import Palette
 from .charts import changed_span, stepped_length
@@ -209,7 +209,7 @@ class WaterfallView(ScrollView, can_focus=True):
         for segment in timeline.segments:
             jobs = by_segment.get(segment.index, [])
             if segment.index > 0:
-                rows.append(Row("segment", f"daemon run {segment.index + 1} (restart)", segment=segment))
+                rows.append(Row("segment", f"daemon run {run_number(segment.index)} (restart)", segment=segment))
             for job in jobs:
                 rows.append(Row("job", job.job_id, segment=segment, job=job))
                 for index in sorted(job.partitions):
