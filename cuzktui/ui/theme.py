@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from rich.style import Style
+from textual.app import App
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
@@ -107,6 +108,18 @@ def variable_defaults(theme: Theme) -> dict[str, str]:
     return dict(_FALLBACKS[(theme.ansi, theme.dark)])
 
 
+def drawn_variables(variables: dict[str, str], dark: bool, color_system: str | None) -> dict[str, str]:
+    """The variables our drawing reads, for a terminal of ``color_system`` (Rich's name for it).
+
+    On a 16-colour terminal (TERM=screen) Rich maps each hex colour to its nearest ANSI one, which
+    folds the GPU-queue amber and the failure red into the same bright red: a healthy proof would
+    look partly failed. There the ANSI fallbacks are used instead, chosen so each phase differs.
+    """
+    if color_system in ("standard", "windows"):
+        return {**variables, **_FALLBACKS[(True, dark)]}
+    return variables
+
+
 def load_theme(path: Path) -> Theme:
     try:
         data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -158,6 +171,12 @@ class Palette:
             except (KeyError, ColorParseError):
                 colors[name] = Color.parse("ansi_default")
         return cls(colors, no_color)
+
+    @classmethod
+    def for_app(cls, app: App[Any]) -> Palette:
+        """The palette the app's own drawing uses, for its theme, terminal colours and NO_COLOR."""
+        variables = drawn_variables(app.theme_variables, app.current_theme.dark, app.console.color_system)
+        return cls.from_variables(variables, app.no_color)
 
     def fg(self, name: str, bold: bool = False) -> Style:
         if self.no_color:

@@ -15,6 +15,9 @@ def _colour_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Snapshots and palette tests assume colour; a developer's NO_COLOR must not change them."""
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.delenv("TEXTUAL_COLOR_SYSTEM", raising=False)
+    # Rich reads the terminal's colours from TERM/COLORTERM when the app starts, and the palette
+    # follows them (16 colours get the ANSI choices): pin a truecolor terminal, not the developer's.
+    monkeypatch.setenv("COLORTERM", "truecolor")
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.color import ColorSystem
 from textual.geometry import Region
 from textual.widgets import Input
 
@@ -17,7 +18,7 @@ from cuzktui.ui.app import SCREENS, ActionsProvider, CuzkApp
 from cuzktui.ui.modals import ConfirmModal, QuitScreen
 from cuzktui.ui.screens.dashboard import DashboardScreen
 from cuzktui.ui.screens.knobs import KnobsScreen
-from cuzktui.ui.theme import Palette, ThemeFileError, bundled_themes, load_theme
+from cuzktui.ui.theme import Palette, ThemeFileError, bundled_themes, drawn_variables, load_theme
 from cuzktui.ui.widgets.charts import Chart
 from cuzktui.ui.widgets.panels import Panel, pipeline_content
 from cuzktui.ui.widgets.waterfall import WaterfallView, lane_detail
@@ -215,6 +216,20 @@ async def test_themes_ship_with_our_variables_and_ansi_themes_get_fallbacks() ->
                 assert palette.plotext("phase-gpu") == 2  # stays a 16-colour index
             else:
                 assert palette.plotext("phase-gpu") == (26, 127, 55)
+
+
+@pytest.mark.parametrize("system", [ColorSystem.STANDARD, ColorSystem.EIGHT_BIT, ColorSystem.TRUECOLOR])
+@pytest.mark.parametrize("theme", ["cuzk-dark", "cuzk-light", "ansi-dark", "ansi-light"])
+async def test_every_phase_shows_a_distinct_colour_and_failure_one_of_its_own(theme: str, system: ColorSystem) -> None:
+    app = make_app(FakeController(SessionModel()), theme=theme)
+    async with app.run_test() as pilot:
+        await settle(pilot)
+        names = {"phase-synth", "phase-queue", "phase-gpu", "lane-idle"}
+        variables = drawn_variables(app.theme_variables, app.current_theme.dark, system.name.lower())
+        palette = Palette.from_variables(variables)
+        shown = {name: palette.colors[name].rich_color.downgrade(system) for name in {*names, "phase-failed"}}
+        assert len(set(shown.values())) == len(shown), shown
+        assert shown["phase-failed"] not in {shown[name] for name in names}
 
 
 async def test_an_unknown_theme_is_reported_and_the_default_used() -> None:
@@ -513,3 +528,15 @@ async def test_after_starting_a_benchmark_number_keys_switch_screens() -> None:
         await pilot.pause()
         assert app.current_mode == "waterfall"
         assert field.value == "3"
+
+
+async def test_no_color_legend_shows_the_bar_glyphs(events: list[Timed], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app(FakeController(build_model(events)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await pilot.pause()
+        shown = str(app.screen.query_one("#waterfall-legend").render())
+        assert "=== synthesis" in shown and "--- waiting for GPU" in shown
+        assert "### GPU prove" in shown and "XXX failed" in shown

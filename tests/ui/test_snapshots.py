@@ -58,6 +58,15 @@ def test_waterfall_lanes(snap_compare: SnapCompare, events: list[Timed]) -> None
     assert snap_compare(app_for(events), terminal_size=(120, 40), run_before=pressing("2", "l", "down", "enter"))
 
 
+def test_waterfall_on_a_16_colour_terminal(
+    snap_compare: SnapCompare, events: list[Timed], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # tmux's TERM=screen: the dark theme's GPU-queue amber must not turn into the failure red.
+    monkeypatch.setenv("TERM", "screen")
+    monkeypatch.delenv("COLORTERM")
+    assert snap_compare(app_for(events), terminal_size=(120, 40), run_before=pressing("2"))
+
+
 def test_replay_header_and_ansi_theme(snap_compare: SnapCompare, events: list[Timed]) -> None:
     app = CuzkApp(FakeReplay(build_model(events)), poll_interval=1000, theme="ansi-dark")
     assert snap_compare(app, terminal_size=(120, 40), run_before=pressing("2"))

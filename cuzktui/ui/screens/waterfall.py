@@ -7,29 +7,48 @@ Escape closes them.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
+from rich.style import Style
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from ...controller import Controller
+from ..theme import Palette
 from ..widgets.header import screen_header
 from ..widgets.panels import Panel
 from ..widgets.waterfall import PHASES, Phase, Row, WaterfallView, lane_detail, partition_detail
 
 
-def legend(ascii_only: bool) -> Content:
+def legend(palette: Palette, plain: bool) -> Text:
+    """The phases' key, drawn as the bars are: the bar glyphs when plain (--ascii, NO_COLOR), else
+    the palette's colours (which follow a 16-colour terminal, as the bars do)."""
     names: dict[Phase, str] = {"synth": "synthesis", "queue": "waiting for GPU", "gpu": "GPU prove", "failed": "failed"}
-    parts: list[str | tuple[str, str]] = []
+    text = Text()
     for phase, label in names.items():
         variable, char = PHASES[phase]
-        swatch = (char * 3, "bold") if ascii_only else ("   ", f"on ${variable}")
-        parts += [swatch, f" {label}  "]
-    return Content.assemble(*parts)
+        if plain:
+            text.append(char * 3, Style(bold=True))
+        else:
+            text.append("   ", palette.bg(variable))
+        text.append(f" {label}  ")
+    return text
+
+
+class Legend(Static):
+    """Re-drawn on every render, so a theme switch recolours it with the bars."""
+
+    def __init__(self, ascii_only: bool, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.ascii_only = ascii_only
+
+    def render(self) -> Text:
+        palette = Palette.for_app(self.app)
+        return legend(palette, self.ascii_only or palette.no_color)
 
 
 class WaterfallScreen(Screen[None]):
@@ -43,7 +62,7 @@ class WaterfallScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         ascii_only = getattr(self.app, "ascii_only", False)
         yield screen_header(self.app)
-        yield Static(legend(ascii_only), id="waterfall-legend")
+        yield Legend(ascii_only, id="waterfall-legend")
         yield WaterfallView(ascii_only=ascii_only, id="waterfall")
         yield Panel(id="waterfall-detail")
         yield Footer()

@@ -184,7 +184,7 @@ class Chart(Widget):
                 self.refresh(Region(changed[0], y, changed[1] - changed[0], 1))
 
     def _palette(self) -> Palette:
-        return Palette.from_variables(self.app.theme_variables, self.app.no_color)
+        return Palette.for_app(self.app)
 
     def render_line(self, y: int) -> Strip:
         strips = self._strips()

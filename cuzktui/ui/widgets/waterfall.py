@@ -327,7 +327,7 @@ class WaterfallView(ScrollView, can_focus=True):
     # -- drawing ---------------------------------------------------------------------------------
 
     def _palette(self) -> Palette:
-        return Palette.from_variables(self.app.theme_variables, self.app.no_color)
+        return Palette.for_app(self.app)
 
     def _line_key(self, y: int) -> tuple[int, bool]:
         """The strip cache's key of viewport line ``y``: (row, selected); the axis is row -1."""
