@@ -516,6 +516,18 @@ class SessionModel:
                 d.startup_s = event.ts - d.launched_t
         return True
 
+    def run_ending(self, segment: int) -> str:
+        """How daemon run ``segment`` took its unfinished jobs with it, in the words the waterfall shows
+        (an OOM kill named as such, not only "incomplete")."""
+        cause = next((exit.cause for index, exit in self.exits if index == segment), None)
+        if cause == "oom_kill":
+            return "killed with the daemon (OOM)"
+        if cause == "stopped":
+            return "stopped with the daemon"
+        if cause in ("signal", "error"):
+            return "killed with the daemon (crash)"
+        return "incomplete (daemon run ended)"
+
     def log_ended(self, t: float | None, evidence: str) -> None:
         """A bare log says its daemon died (cut mid-line, or restarted): record the exit as the log shows it."""
         at = t if t is not None else self.last_t

@@ -75,3 +75,21 @@ def test_engine_memory_is_shown_in_nominal_bytes() -> None:
     model.apply(ev.MemorySample(t=2.0, rss_bytes=1 << 29, budget_total_bytes=200 << 30))
     assert model.rss.last() == (2.0, float(128 << 30))
     assert model.budget_total.last() == (2.0, float(200 << 30)), "the daemon's budget is already nominal"
+
+
+def test_a_run_ending_names_how_the_daemon_took_its_unfinished_jobs() -> None:
+    t = 1_700_000_000.0
+    model = SessionModel()
+    for event in (
+        ev.EngineStarted(t, True),
+        ev.TimelineEvent(1000, "SYNTH_START", "porep-1", {"partition": "0"}, 0, None, False),
+        ev.DaemonExited(t + 5, 4242, -9, 9, "oom_kill", ("exit status 137 (SIGKILL)",)),
+        ev.EngineStarted(t + 10, True),
+        ev.TimelineEvent(1000, "SYNTH_START", "porep-2", {"partition": "0"}, 0, None, False),
+        ev.DaemonExited(t + 15, 4243, 0, None, "stopped"),
+    ):
+        model.apply(event)
+    assert [job.status for job in model.timeline.jobs()] == ["incomplete", "incomplete"]
+    assert model.run_ending(0) == "killed with the daemon (OOM)"
+    assert model.run_ending(1) == "stopped with the daemon"
+    assert model.run_ending(2) == "incomplete (daemon run ended)"

@@ -12,6 +12,7 @@ from cuzktui.replay import ReplayController
 from cuzktui.ui.screens.dashboard import memory_spec
 from cuzktui.ui.screens.logs import log_path_of
 from cuzktui.ui.widgets.waterfall import partition_detail
+from tests.ui.fakes import T0, Timed, build_model
 
 T = 1_777_618_800.0  # 2026-05-01T07:00:00Z
 
@@ -51,3 +52,11 @@ def test_a_bare_log_without_a_start_line_still_opens_on_the_logs_screen(tmp_path
     replay = ReplayController(path)
     asyncio.run(replay.start())
     assert log_path_of(replay) == path
+
+
+def test_an_oom_killed_partition_says_so_in_its_details(events: list[Timed]) -> None:
+    model = build_model(events)
+    job = next(j for j in model.timeline.jobs() if j.status == "incomplete")
+    p = next(p for p in job.partitions.values() if p.incomplete)
+    text = partition_detail(p, T0, model.run_ending(job.segment)).plain
+    assert "killed with the daemon (OOM)" in text and "incomplete" not in text

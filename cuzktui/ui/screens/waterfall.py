@@ -92,7 +92,8 @@ class WaterfallScreen(Screen[None]):
             detail.set_class(False, "-open")
             return
         if row.partition is not None:
-            detail.show(partition_detail(row.partition, span[0]))
+            ending = model.run_ending(row.partition.job.segment)
+            detail.show(partition_detail(row.partition, span[0], ending))
         elif row.worker is not None:
             detail.show(lane_detail(model, row.worker, window))
         detail.set_class(True, "-open")

@@ -491,8 +491,9 @@ class WaterfallView(ScrollView, can_focus=True):
         self.virtual_size = Size(self.size.width, len(self._rows) + 1)
 
 
-def partition_detail(p: Partition, origin: float) -> Content:
-    """Timings of one partition: phase boundaries, durations, GPU_TIMING / FIN / CUZK_TIMING."""
+def partition_detail(p: Partition, origin: float, ending: str = "incomplete (daemon run ended)") -> Content:
+    """Timings of one partition: phase boundaries, durations, GPU_TIMING / FIN / CUZK_TIMING;
+    ``ending`` says how its daemon run took it when it is incomplete (SessionModel.run_ending)."""
     job = p.job
 
     def at(t: float | None) -> str:
@@ -505,7 +506,7 @@ def partition_detail(p: Partition, origin: float) -> Content:
         (f"{job.job_id}", "bold"),
         f"  partition {p.index}",
         f"  worker {p.worker}" if p.worker is not None else "",
-        ("  FAILED" if p.failed else "  incomplete (daemon run ended)" if p.incomplete else "", "bold $error"),
+        ("  FAILED" if p.failed else f"  {ending}" if p.incomplete else "", "bold $error"),
         (f"  replaced in the monolithic GPU queue by {job.overtaken_by}" if job.overtaken_by else "", "bold $error"),
         "\n",
     ]
