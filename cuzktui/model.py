@@ -168,6 +168,12 @@ class BenchState:
     def failed(self) -> int:
         return sum(1 for r in self.results if r.status != "COMPLETED")
 
+    @property
+    def lost(self) -> int:
+        """Proofs the daemon never answered (it died with them, no OOM retry left): among ``failed``,
+        but the daemon's own counts never see them."""
+        return sum(1 for r in self.results if r.status == "LOST")
+
 
 class SessionModel:
     """Folds the event stream into the state the screens display.

@@ -8,6 +8,7 @@ from cuzktui import events as ev
 from cuzktui.controller import BenchRequest
 from cuzktui.model import SessionModel
 from cuzktui.ui.screens.bench import BenchScreen, proof_row, summary
+from cuzktui.ui.widgets.panels import pipeline_content
 from tests.ui.fakes import T0, FakeController, ScreenApp, bench_events
 
 
@@ -82,7 +83,7 @@ async def test_results_table_grows_incrementally_with_the_restart_where_it_happe
         fake.model.apply(ev.BenchFinished(T0 + 230, "b1", 2, 1, 230.0, 31.3, "completed"))
         screen.refresh_from_model()
         text = str(screen.query_one("#bench-summary", Static).render())
-        assert "completed 2 · failed 1 · total time 230.0s" in text
+        assert "completed 2 · failed 1 (1 lost: no answer) · total time 230.0s" in text
         assert "31.3 proofs/hour" in text
 
 
@@ -127,4 +128,6 @@ def test_an_engine_bench_is_shown_in_box_time_and_a_lost_proof_without_timings()
     assert "times in modelled box time (engine time_scale 0.02)" in text
     assert "total time 100.0s (includes 60.0s in killed daemon runs, 10.0s restarting)" in text
     assert "prove time Σ avg=3.0s" in text and "36.0 proofs/hour" in text
+    assert "completed 1 · failed 1 (1 lost: no answer)" in text
+    assert "0 done · 0 failed · 1 lost (benchmark, no answer)" in pipeline_content(model).plain
     assert "Σ = summed over the proof's partitions" in text

@@ -91,7 +91,8 @@ def summary(bench: BenchState, now: float | None) -> Text:
     text.append(f"{bench.kind} × {bench.count}, concurrency {bench.concurrency}", style="bold")
     state = finished.outcome if finished is not None else "running"
     text.append(f" · {state} · times in {bench.time_basis}\n")
-    text.append(f"completed {bench.completed} · failed {bench.failed} · total time {wall:.1f}s")
+    lost = f" ({bench.lost} lost: no answer)" if bench.lost else ""
+    text.append(f"completed {bench.completed} · failed {bench.failed}{lost} · total time {wall:.1f}s")
     if finished is not None and finished.killed_s:
         text.append(f" (includes {finished.killed_s:.1f}s in killed daemon runs, {finished.restart_s:.1f}s restarting)")
     if bench.restarts:

@@ -168,6 +168,8 @@ def pipeline_content(model: SessionModel) -> Content:
         f"{counts.completed} done · ",
         (f"{counts.failed} failed", "bold $error" if counts.failed else ""),
     ]
+    if model.bench is not None and model.bench.lost:
+        parts.append((f" · {model.bench.lost} lost (benchmark, no answer)", "bold $error"))
     rate = session_rate(model)
     if rate is not None:
         clock = ", box time" if model.daemon.time_scale is not None else ""
