@@ -12,6 +12,7 @@ when it seeks.
 
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
 from collections.abc import Callable, Iterable
@@ -30,7 +31,7 @@ from textual.widgets import Input
 from ..controller import Controller, PollBackoff
 from ..units import format_duration
 from .messages import ApplyRecommended, KnobEdits, OpenReplay
-from .modals import ConfirmModal, QuitScreen
+from .modals import ConfirmModal, HelpScreen, QuitScreen
 from .screens.bench import BenchScreen
 from .screens.dashboard import DashboardScreen
 from .screens.knobs import KnobsScreen
@@ -91,6 +92,7 @@ class CuzkApp(App[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         *(Binding(key, f"show('{mode}')", label) for mode, key, label, _ in SCREENS),
         Binding("q", "request_quit", "Quit"),
+        Binding("question_mark", "help", "Help", key_display="?"),
         Binding("ctrl+q", "request_quit", "Quit", show=False, priority=True),
         Binding("space", "toggle_play", "Play/pause"),
         Binding("greater_than_sign,plus", "speed(1)", "Faster", key_display=">"),
@@ -286,6 +288,27 @@ class CuzkApp(App[None]):
                 subprocess.run(argv, check=False)
         except SuspendNotSupported:
             self.notify(f"replay it with: cuzk-tui replay {message.path}", title="Replay", severity="warning")
+
+    def action_help(self) -> None:
+        """The current screen's help: its module's description, then every key it answers to now."""
+        screen = self.screen
+        if isinstance(screen, HelpScreen):
+            return
+        doc = inspect.getdoc(sys.modules[type(screen).__module__]) or type(screen).__name__
+        # Docstrings are wrapped for the source: re-flow each paragraph to the dialog's width.
+        text = Text("\n\n".join(" ".join(paragraph.split()) for paragraph in doc.split("\n\n")))
+        text.append("\n\nKeys\n", style="bold")
+        seen: set[str] = set()
+        for key, active in screen.active_bindings.items():
+            binding = active.binding
+            if binding.description and binding.action not in seen and active.enabled:
+                seen.add(binding.action)
+                text.append(f"  {binding.key_display or key:<10} {binding.description}\n")
+        text.append(
+            "\nGlyphs: ✓ completed · ✗ failed · ? incomplete (daemon run ended) · ▶ running; with --ascii or"
+            " NO_COLOR the bars are = synthesis, - waiting for GPU, # GPU prove, X failed.\nEscape closes this."
+        )
+        self.push_screen(HelpScreen(text))
 
     def action_request_quit(self) -> None:
         unapplied = [] if self.controller.read_only else self._unapplied_knobs

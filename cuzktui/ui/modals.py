@@ -1,4 +1,4 @@
-"""The app's two modal dialogs: a yes/no confirmation and the quit question."""
+"""The app's modal dialogs: a yes/no confirmation, the quit question and a screen's help."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
@@ -101,3 +101,27 @@ class QuitScreen(ModalScreen[bool | None]):
     def _pressed(self, event: Button.Pressed) -> None:
         choices: dict[str | None, bool | None] = {"quit-stop": True, "quit-leave": False}
         self.dismiss(choices.get(event.button.id))
+
+
+class HelpScreen(ModalScreen[None]):
+    """What the current screen shows, its keys and what its colours and glyphs mean; Escape closes."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,question_mark,q", "dismiss", "Close")]
+
+    DEFAULT_CSS = """
+    HelpScreen {
+        align: center middle;
+        & > VerticalScroll {
+            width: 90%; max-width: 100; height: auto; max-height: 90%;
+            border: thick $primary; background: $surface; padding: 1 2;
+        }
+    }
+    """
+
+    def __init__(self, text: Text) -> None:
+        super().__init__()
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(self.text, id="help-text")

@@ -15,7 +15,7 @@ from textual.widgets import Input
 from cuzktui import events as ev
 from cuzktui.model import SessionModel
 from cuzktui.ui.app import SCREENS, ActionsProvider, CuzkApp
-from cuzktui.ui.modals import ConfirmModal, QuitScreen
+from cuzktui.ui.modals import ConfirmModal, HelpScreen, QuitScreen
 from cuzktui.ui.screens.dashboard import DashboardScreen
 from cuzktui.ui.screens.knobs import KnobsScreen
 from cuzktui.ui.theme import Palette, ThemeFileError, bundled_themes, drawn_variables, load_theme
@@ -540,3 +540,18 @@ async def test_no_color_legend_shows_the_bar_glyphs(events: list[Timed], monkeyp
         shown = str(app.screen.query_one("#waterfall-legend").render())
         assert "=== synthesis" in shown and "--- waiting for GPU" in shown
         assert "### GPU prove" in shown and "XXX failed" in shown
+
+
+async def test_question_mark_opens_the_current_screens_help_and_escape_closes_it(events: list[Timed]) -> None:
+    app = make_app(FakeController(build_model(events)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("2", "question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        text = str(app.screen.query_one("#help-text").render())
+        assert "where does each partition spend its time" in text
+        assert "Zoom in" in text and "X failed" in text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.current_mode == "waterfall" and not isinstance(app.screen, HelpScreen)

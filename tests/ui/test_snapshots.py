@@ -74,3 +74,7 @@ def test_replay_header_and_ansi_theme(snap_compare: SnapCompare, events: list[Ti
 
 def test_quit_dialog(snap_compare: SnapCompare, events: list[Timed]) -> None:
     assert snap_compare(app_for(events), terminal_size=(100, 30), run_before=pressing("q"))
+
+
+def test_help_screen_at_80x24(snap_compare: SnapCompare, events: list[Timed]) -> None:
+    assert snap_compare(app_for(events), terminal_size=(80, 24), run_before=pressing("2", "question_mark"))
