@@ -195,10 +195,13 @@ def _insert_after_last_key(table: Table, key: str, value: TomlValue) -> None:
     keyed = [i for i, (k, item) in enumerate(body) if k is not None and not isinstance(item, Table | AoT)]
     item: Item = tomlkit.item(value)
     if keyed:
-        last_key, last_item = body[keyed[-1]]
-        item.trivia.indent = last_item.trivia.indent
-        assert last_key is not None  # filtered above; narrows the type
-        table.value._insert_after(last_key, key, item)
+        position = keyed[-1] + 1
+        item.trivia.indent = body[keyed[-1]][1].trivia.indent
+        if position < len(body):
+            # _insert_at exists across tomlkit releases (0.15.3 dropped _insert_after).
+            table.value._insert_at(position, key, item)
+        else:
+            table.add(key, item)  # nothing follows the last key: appending is placing it right after
     elif body:
         table.value._insert_at(0, key, item)
     else:
