@@ -155,7 +155,7 @@ def test_run_bench_in_tmux_shows_the_summary_and_quit_stops_the_daemon(e2e: E2E)
         lambda s: "completed 3 · failed 0" in s and "proofs/hour" in s, "the summary of 3 completed proofs", BENCH_S
     )
     assert "porep × 3, concurrency 2 · completed" in text
-    assert sum(" COMPLETED " in line for line in text.splitlines()) == 3
+    assert sum(" COMPLETED " in line for line in text.splitlines()) == 3, text
     # The runner has ended and the TUI relaunched its daemon: the header says ready again.
     # (The runner's own daemon is "ready" too until the runner stops it: wait for the third launch.)
     tmux.wait_for(

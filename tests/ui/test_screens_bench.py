@@ -127,7 +127,7 @@ def test_an_engine_bench_is_shown_in_box_time_and_a_lost_proof_without_timings()
     text = summary(bench, T0 + 2).plain
     assert "times in modelled box time (engine time_scale 0.02)" in text
     assert "total time 100.0s (includes 60.0s in killed daemon runs, 10.0s restarting)" in text
-    assert "prove time Σ avg=3.0s" in text and "36.0 proofs/hour" in text
+    assert "prove Σ avg=3.0s" in text and "36.0 proofs/hour" in text
     assert "completed 1 · failed 1 (1 lost: no answer)" in text
     assert "0 done · 0 failed · 1 lost (benchmark, no answer)" in pipeline_content(model).plain
-    assert "Σ = summed over the proof's partitions" in text
+    assert "(Σ: summed over partitions)" in text

@@ -25,7 +25,7 @@ from ..widgets.header import screen_header
 
 # Σ: the daemon sums synthesis_ms and gpu_compute_ms over a proof's partitions (engine.rs,
 # process_partition_result), so they can exceed the proof's wall time.
-SUMMED = "Σ = summed over the proof's partitions (can exceed wall time)"
+SUMMED = "(Σ: summed over partitions)"
 COLUMNS = ("#", "job id", "status", "queue s", "synth s Σ", "GPU s Σ", "total s", "wall s", "note")
 NOTE_WIDTH = 44
 _STATUS_STYLE = {"COMPLETED": "green", "FAILED": "bold red", "LOST": "bold red"}
@@ -102,8 +102,8 @@ def summary(bench: BenchState, now: float | None) -> Text:
         proves = [bench.box_ms(r.gpu_compute_ms) / 1000 for r in done]
         text.append(f"\nwall time  avg={sum(walls) / len(walls):.1f}s min={min(walls):.1f}s max={max(walls):.1f}s")
         mean = sum(proves) / len(proves)
-        text.append(f"\nprove time Σ avg={mean:.1f}s min={min(proves):.1f}s max={max(proves):.1f}s")
-        text.append(f"\n{SUMMED}", style="dim")
+        text.append(f"\nprove Σ avg={mean:.1f}s min={min(proves):.1f}s max={max(proves):.1f}s")
+        text.append(f"  {SUMMED}", style="dim")  # on the same line: the result rows need the height
     per_hour = finished.proofs_per_hour if finished is not None else (len(done) / wall * 3600 if wall > 0 else 0.0)
     text.append("\nthroughput ")
     text.append(f"{per_hour:.1f} proofs/hour", style="bold")
