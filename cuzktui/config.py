@@ -24,6 +24,7 @@ from typing import Any
 import tomlkit
 from tomlkit.items import AoT, Item, Table
 
+from .knob_rules import validate_document, validate_value
 from .knobs import (
     KNOBS,
     KNOBS_BY_NAME,
@@ -37,8 +38,6 @@ from .knobs import (
     knob,
     knobs_by_section,
     unknown_knob_message,
-    validate_document,
-    validate_value,
 )
 
 NEW_FILE_MODE = 0o644
@@ -136,7 +135,7 @@ class ConfigDocument:
 
         An absent key goes after the last key of its section (before comments that introduce the
         next section); an absent section is added at the end of the file. The value is not
-        validated here (see :func:`cuzktui.knobs.validate_value`).
+        validated here (see :func:`cuzktui.knob_rules.validate_value`).
         """
         if section not in self.document:
             table = tomlkit.table()

@@ -1,31 +1,22 @@
-"""Every knob of the cuzk daemon's TOML config, with the checks the daemon itself never makes.
+"""Every knob of the cuzk daemon's TOML config: the table of names, types, defaults, help and status.
 
-The schema covers the current config generation (docs/daemon-interface.md §3), the older keys operators still
-copy from the user docs (the daemon accepts them, warns and ignores them), and the ``[engine]``
-section read only by our stand-in daemon. The Knobs screen, ``cuzk-tui config`` and the
-benchmark's ``--set`` overrides are all driven from :data:`KNOBS`.
-
-Two kinds of check happen here. *Type* checks mirror the daemon's serde deserializer, which
-refuses to start on a wrong TOML type or a negative number for an unsigned field. *Value* checks
-go further than the daemon: its size, duration and log-filter parsers never fail, they silently
-fall back to something else (``"1.5GiB"`` becomes 50 GiB), so we report those as errors and say
-what the daemon would have done. Unknown keys are only informational, because the daemon ignores
-them without a word — which is exactly why a typo deserves a mention.
+The schema covers the current config generation (docs/daemon-interface.md §3; upstream
+cuzk-core/src/config.rs), the older keys operators still copy from the user docs (the daemon
+accepts them, warns and ignores them), and the ``[engine]`` section read only by our stand-in
+daemon. The Knobs screen, ``cuzk-tui config``, the benchmark's ``--set`` overrides and the engine's
+config reader are all driven from :data:`KNOBS`. The checks of values against it (types, sizes,
+addresses, cross-knob floors) are :mod:`cuzktui.knob_rules`.
 """
 
 from __future__ import annotations
 
 import difflib
-import ipaddress
-import math
-import tomllib
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Final
 
-from .daemon_facts import DEFAULT_MAX_PARALLEL_SYNTHESIS, KINDS, POREP_BATCH_RESERVATION, KindFacts, ProofKind
-from .units import UnitError, format_size, parse_duration, parse_size
+from .daemon_facts import DEFAULT_MAX_PARALLEL_SYNTHESIS
 
 # A value as it appears in (or is written to) a TOML file.
 TomlValue = str | int | float | bool | list[Any]
@@ -62,23 +53,10 @@ class Severity(Enum):
     INFO = "info"  # worth a look (unknown keys, settings that cannot matter)
 
 
-_STRING_TYPES: Final = frozenset(
-    {
-        KnobType.STRING,
-        KnobType.PATH,
-        KnobType.ADDRESS,
-        KnobType.HOST_PORT,
-        KnobType.SIZE,
-        KnobType.BUDGET,
-        KnobType.DURATION,
-        KnobType.LEVEL,
-    }
-)
 # The daemon's integer knobs are Rust u32 fields (config.rs): serde refuses the file, and the daemon
 # does not start, for a value above this.
 U32_MAX: Final = 2**32 - 1
 LEVELS: Final = ("off", "error", "warn", "info", "debug", "trace")
-_EXPOSED_HOSTS: Final = frozenset({"0.0.0.0", "::"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,11 +90,11 @@ class Knob:
         """The allowed values in words, for messages and the form's hint line."""
         if self.minimum is None:
             return ""
-        low = f"> {_number(self.minimum)}" if self.minimum_exclusive else f"≥ {_number(self.minimum)}"
-        return low if self.maximum is None else f"{low} and ≤ {_number(self.maximum)}"
+        low = f"> {bound_text(self.minimum)}" if self.minimum_exclusive else f"≥ {bound_text(self.minimum)}"
+        return low if self.maximum is None else f"{low} and ≤ {bound_text(self.maximum)}"
 
 
-def _number(value: float) -> str:
+def bound_text(value: float) -> str:
     """A bound as written in a config: whole numbers in full (4294967295, not 4.29497e+09)."""
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
@@ -548,339 +526,3 @@ def toml_type_name(value: object) -> str:
     if isinstance(value, dict):
         return "table"
     return "date-time"  # the only other TOML type
-
-
-def _expected_type(k: Knob) -> str:
-    if k.type in _STRING_TYPES:
-        return "a string"
-    return {
-        KnobType.INT: "an integer",
-        KnobType.FLOAT: "a number",
-        KnobType.BOOL: "true or false",
-        KnobType.INT_LIST: "an array of integers",
-        KnobType.STRING_LIST: "an array of strings",
-    }[k.type]
-
-
-def _has_type(k: Knob, value: object) -> bool:
-    if k.type in _STRING_TYPES:
-        return isinstance(value, str)
-    if k.type is KnobType.BOOL:
-        return isinstance(value, bool)
-    if isinstance(value, bool):  # bool is an int in Python, never in TOML
-        return False
-    if k.type is KnobType.INT:
-        return isinstance(value, int)
-    if k.type is KnobType.FLOAT:
-        return isinstance(value, int | float)
-    item_type = int if k.type is KnobType.INT_LIST else str
-    return isinstance(value, list) and all(isinstance(v, item_type) and not isinstance(v, bool) for v in value)
-
-
-def _check_range(k: Knob, number: float, what: str) -> str | None:
-    if math.isnan(number) or math.isinf(number):
-        return f"must be a finite number, got {number}"
-    low, high = k.minimum, k.maximum
-    too_low = low is not None and (number <= low if k.minimum_exclusive else number < low)
-    if too_low or (high is not None and number > high):
-        return f"must be {what} {k.describe_range()}, got {_number(number)}"
-    return None
-
-
-def _type_problem(k: Knob, value: object) -> str | None:
-    """What the daemon's deserializer (or the engine's) would refuse: wrong type, negative unsigned."""
-    if not _has_type(k, value):
-        return f"must be {_expected_type(k)}, got {toml_type_name(value)} {value!r}"
-    if k.type is KnobType.INT_LIST and isinstance(value, list) and k.minimum is not None:
-        outside = [v for v in value if v < k.minimum or (k.maximum is not None and v > k.maximum)]
-        if outside:
-            return f"must hold integers {k.describe_range()}, got {outside[0]}"
-    if k.type in (KnobType.INT, KnobType.FLOAT) and isinstance(value, int | float):
-        return _check_range(k, value, "an integer" if k.type is KnobType.INT else "a number")
-    return None
-
-
-def _split_port(text: str) -> tuple[str, bool] | None:
-    """(host without brackets, whether it was bracketed) of ``host:port``, or None without a valid port."""
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isascii() or not port.isdigit() or int(port) > 65535:
-        return None
-    if host.startswith("[") and host.endswith("]"):
-        return host[1:-1], True
-    return host, False
-
-
-def _is_ip(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _address_problems(k: Knob, text: str) -> list[Problem]:
-    if text.startswith("unix://"):
-        path = text.removeprefix("unix://")
-        if not path:
-            return [Problem(Severity.ERROR, k.name, f"{text!r} names no socket path; use unix:///path/to/cuzk.sock")]
-        if not path.startswith("/"):
-            return [
-                Problem(
-                    Severity.WARNING,
-                    k.name,
-                    f"{text!r}: the socket path {path!r} is relative to the daemon's working directory; "
-                    "use three slashes for an absolute path",
-                )
-            ]
-        return []
-    parts = _split_port(text)
-    # The daemon's socket-address grammar: IPv6 inside brackets, IPv4 without.
-    if parts is None or not _is_ip(parts[0]) or (":" in parts[0]) != parts[1]:
-        return [
-            Problem(
-                Severity.ERROR,
-                k.name,
-                f"{text!r} — the daemon needs a literal IP address with a port (127.0.0.1:9820, [::1]:9820) "
-                "or unix:///path",
-            )
-        ]
-    return _exposure(k, parts[0])
-
-
-def _host_port_problems(k: Knob, text: str) -> list[Problem]:
-    if text == "":
-        return []
-    parts = _split_port(text)
-    if parts is None or not parts[0]:
-        return [Problem(Severity.ERROR, k.name, f'{text!r} — needs host:port (e.g. 127.0.0.1:9821), or "" to disable')]
-    return _exposure(k, parts[0])
-
-
-def _exposure(k: Knob, host: str) -> list[Problem]:
-    if host in _EXPOSED_HOSTS:
-        return [
-            Problem(
-                Severity.WARNING,
-                k.name,
-                f"listens on every interface ({host}): anyone who can reach the port can use it; there is no auth",
-            )
-        ]
-    return []
-
-
-def _level_problems(k: Knob, text: str) -> list[Problem]:
-    directives = [d.strip() for d in text.split(",") if d.strip()]
-    has_default_level = any(_is_level(d) for d in directives)
-    problems: list[Problem] = []
-    for directive in directives:
-        _target, sep, level = directive.rpartition("=")
-        if sep and not _is_level(level):
-            message = f"{directive!r}: {level!r} is not a level ({', '.join(LEVELS)}); the daemon drops it"
-            problems.append(Problem(Severity.ERROR, k.name, message))
-        elif not sep and not _is_level(directive):
-            # A bare word is a target name to EnvFilter (every level of it is logged). Legitimate next
-            # to a default level; on its own it silences everything else, which is rarely meant.
-            consequence = "every level of that target" if has_default_level else "only that target, nothing else"
-            message = (
-                f"{directive!r} is not a level ({', '.join(LEVELS)}): the daemon reads it as a target and logs "
-                f"{consequence}"
-            )
-            problems.append(Problem(Severity.INFO if has_default_level else Severity.WARNING, k.name, message))
-    return problems
-
-
-def _is_level(text: str) -> bool:
-    # tracing's LevelFilter also accepts the numbers 0 (off) to 5 (trace), any case.
-    return text.lower() in LEVELS or text in {"0", "1", "2", "3", "4", "5"}
-
-
-def _budget_problems(k: Knob, text: str) -> list[Problem]:
-    if text == "auto":
-        return []
-    try:
-        parse_size(text)
-    except UnitError as exc:
-        hint = " (write exactly 'auto', lower case)" if text.strip().lower() == "auto" else ""
-        return [Problem(Severity.ERROR, k.name, f"{exc}{hint}")]
-    return []  # whether the size can prove anything depends on pipeline.enabled: see budget_problems
-
-
-def _floor_text(kind: KindFacts) -> str:
-    return (
-        f"{kind.title} {format_size(kind.budget_floor)} (SRS {format_size(kind.srs_bytes)} + "
-        f"{format_size(kind.full_reservation)} per partition)"
-    )
-
-
-def budget_floor_problem(budget_bytes: int) -> Problem | None:
-    """What a pipeline-mode budget of ``budget_bytes`` can never prove (:attr:`KindFacts.budget_floor`).
-
-    Below every kind's floor nothing is ever proved: an error, because the dispatcher's acquire
-    (memory.rs MemoryBudget::acquire) then waits forever and says nothing unless a single request
-    exceeds the whole budget. Below some floors the kinds that can never be proved are named.
-    """
-    kinds = sorted(KINDS.values(), key=lambda kind: kind.budget_floor)
-    stuck = [kind for kind in kinds if budget_bytes < kind.budget_floor]
-    if not stuck:
-        return None
-    size = format_size(budget_bytes)
-    floors = "; ".join(_floor_text(kind) for kind in stuck)
-    why = (
-        "the SRS stays charged to the budget while it is in use and every partition then needs its "
-        "reservation, so the dispatcher would wait for memory forever, silently"
-    )
-    if len(stuck) == len(kinds):
-        return Problem(
-            Severity.ERROR, "memory.total_budget", f"{size} is below every proof kind's floor ({floors}): {why}"
-        )
-    names = ", ".join(kind.title for kind in stuck)
-    return Problem(Severity.WARNING, "memory.total_budget", f"{size} can never prove {names} (floors: {floors}): {why}")
-
-
-# Knobs read only by the partitioned pipeline: with pipeline.enabled = false they change nothing
-# (engine.rs Engine::start: the synthesis workers and the dispatch pacer exist only in pipeline
-# mode; the GPU worker count per device is forced to 1 outside it).
-MONOLITHIC_INERT: Final[Mapping[str, str]] = {
-    "pipeline.max_parallel_synthesis": "monolithic mode has no partition synthesis workers",
-    "pipeline.max_gpu_queue_depth": "monolithic mode has no dispatch pacer",
-    "gpus.gpu_workers_per_device": "monolithic mode runs exactly 1 GPU worker per device",
-}
-
-
-def budget_problems(values: Mapping[str, Any], present: Collection[str]) -> list[Problem]:
-    """Problems that depend on several knobs: budget floors (pipeline mode only: the monolithic path
-    reserves no budget) and the knobs monolithic mode ignores (for the names in ``present``).
-
-    ``values`` maps ``"section.key"`` to effective values (unset ones may be missing: defaults apply);
-    an ``"auto"`` budget depends on the machine and is judged by memcheck.
-    """
-    enabled = values.get("pipeline.enabled", True)
-    if enabled is False:
-        return [
-            Problem(Severity.WARNING, name, f"has no effect with pipeline.enabled = false: {why}")
-            for name, why in MONOLITHIC_INERT.items()
-            if name in present
-        ]
-    budget = values.get("memory.total_budget", "auto")
-    if not isinstance(budget, str) or budget == "auto":
-        return []
-    try:
-        size = parse_size(budget)
-    except UnitError:
-        return []  # reported as the value's own error
-    problems = [p for p in (budget_floor_problem(size),) if p is not None]
-    batch = values.get("scheduler.max_batch_size", 1)
-    porep = KINDS[ProofKind.POREP_SEAL_COMMIT]
-    batch_floor = porep.srs_bytes + POREP_BATCH_RESERVATION
-    if isinstance(batch, int) and batch > 1 and porep.budget_floor <= size < batch_floor:
-        problems.append(
-            Problem(
-                Severity.WARNING,
-                "scheduler.max_batch_size",
-                f"a PoRep batch reserves a flat {format_size(POREP_BATCH_RESERVATION)} besides the "
-                f"{format_size(porep.srs_bytes)} SRS: total_budget {format_size(size)} is below "
-                f"{format_size(batch_floor)}, so a batch of 2 or more would wait for memory forever",
-            )
-        )
-    return problems
-
-
-def _value_problems(k: Knob, value: object) -> list[Problem]:
-    """Checks beyond the type, for knobs whose value matters."""
-    if not isinstance(value, str):
-        return []
-    try:
-        if k.type is KnobType.SIZE:
-            parse_size(value)
-        elif k.type is KnobType.DURATION:
-            parse_duration(value)
-    except UnitError as exc:
-        return [Problem(Severity.ERROR, k.name, str(exc))]
-    if k.type is KnobType.BUDGET:
-        return _budget_problems(k, value)
-    if k.type is KnobType.ADDRESS:
-        return _address_problems(k, value)
-    if k.type is KnobType.HOST_PORT:
-        return _host_port_problems(k, value)
-    if k.type is KnobType.LEVEL:
-        return _level_problems(k, value)
-    if k.type is KnobType.PATH and not value.strip():
-        return [Problem(Severity.ERROR, k.name, "must name a directory, got an empty string")]
-    return []
-
-
-def validate_value(k: Knob, value: object) -> list[Problem]:
-    """Problems with one knob's value, each message naming the knob and what is allowed."""
-    type_problem = _type_problem(k, value)
-    if type_problem is not None:
-        return [Problem(Severity.ERROR, k.name, type_problem)]
-    if k.status is Status.DEPRECATED:
-        return [Problem(Severity.WARNING, k.name, "deprecated: the daemon warns about it at start and ignores it")]
-    if k.status is Status.INERT:
-        return [Problem(Severity.WARNING, k.name, "has no effect: the daemon parses it but never uses it")]
-    return _value_problems(k, value)
-
-
-def validate_document(doc: Mapping[str, Any]) -> list[Problem]:
-    """Problems with a whole parsed config (a plain dict or a tomlkit document), in schema order."""
-    problems: list[Problem] = []
-    for name, value in doc.items():
-        if name not in SECTIONS:
-            problems.append(_unknown(name, SECTIONS, "section"))
-        elif not isinstance(value, Mapping):
-            problems.append(Problem(Severity.ERROR, name, f"must be a table ([{name}]), got {toml_type_name(value)}"))
-    for section, knobs in knobs_by_section():
-        table = doc.get(section)
-        if not isinstance(table, Mapping):
-            continue
-        keys = [k.key for k in knobs]
-        problems.extend(_unknown(f"{section}.{key}", keys, "key") for key in table if key not in keys)
-        for k in knobs:
-            if k.key in table:
-                problems.extend(validate_value(k, table[k.key]))
-    values = {f"{section}.{key}": value for section, table in doc.items() if isinstance(table, Mapping)
-              for key, value in table.items()}  # fmt: skip
-    problems.extend(budget_problems(values, values))
-    memory = doc.get("memory")
-    if isinstance(memory, Mapping) and "safety_margin" in memory and memory.get("total_budget", "auto") != "auto":
-        problems.append(
-            Problem(Severity.INFO, "memory.safety_margin", "only used when total_budget is 'auto'; it has no effect")
-        )
-    return problems
-
-
-def _unknown(name: str, known: Any, what: str) -> Problem:
-    close = difflib.get_close_matches(name.rpartition(".")[2], known, n=1)
-    hint = f" — did you mean {close[0]!r}?" if close else " — typo?"
-    return Problem(Severity.INFO, name, f"unknown {what}, ignored by the daemon{hint}")
-
-
-def parse_cli_value(k: Knob, text: str) -> TomlValue:
-    """The TOML value meant by a command-line string: ``"18"`` → 18, ``"true"`` → True, ``"[0,1]"`` or
-    ``"0,1"`` → [0, 1]; strings (sizes, addresses …) are taken as written, quotes optional.
-
-    Raises KnobValueError when the text is not of the knob's type; the value is not range-checked
-    here (use :func:`validate_value`).
-    """
-    stripped = text.strip()
-    if k.type in _STRING_TYPES:
-        return _toml_literal(k, stripped) if stripped[:1] in ('"', "'") else text
-    if k.type in (KnobType.INT_LIST, KnobType.STRING_LIST) and not stripped.startswith("["):
-        items = [i.strip() for i in stripped.split(",")] if stripped else []
-        if k.type is KnobType.STRING_LIST:
-            return [_toml_literal(k, i) if i[:1] in ('"', "'") else i for i in items]
-        stripped = "[" + stripped + "]"
-    value = _toml_literal(k, stripped)
-    if k.type is KnobType.FLOAT and isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)
-    if not _has_type(k, value):
-        raise KnobValueError(f"{k.name}: must be {_expected_type(k)}, got {text!r}")
-    return value
-
-
-def _toml_literal(k: Knob, text: str) -> TomlValue:
-    try:
-        value: TomlValue = tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
-        raise KnobValueError(f"{k.name}: must be {_expected_type(k)}, got {text!r}") from None
-    return value

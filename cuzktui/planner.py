@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from .daemon_address import parse_address
 from .daemon_facts import (
     DEFAULT_MAX_PARALLEL_SYNTHESIS,
     DEFAULT_SAFETY_MARGIN,
@@ -32,7 +33,8 @@ from .daemon_facts import (
     peak_rss_estimate,
     worker_cap,
 )
-from .knobs import budget_floor_problem, knob
+from .knob_rules import budget_floor_problem
+from .knobs import knob
 from .samplers import GpuDevice, GpuSampler
 from .system import (
     CGROUP,
@@ -294,11 +296,6 @@ class MemcheckReport:
         return "\n".join(lines)
 
 
-def _exposed(address: str) -> bool:
-    host = address.rsplit(":", 1)[0] if ":" in address else ""
-    return host in ("0.0.0.0", "[::]")
-
-
 @dataclass(frozen=True, slots=True)
 class EmulatedBox:
     """The machine a cuzk-engine stands for, in its nominal bytes: memcheck describes it, never the
@@ -412,7 +409,8 @@ def make_report(
         )
     warnings += _budget_warnings(config, host_mem_total_bytes, margin, budget)
     for address in listen_addresses:
-        if _exposed(address):
+        parsed = parse_address(address)
+        if parsed is not None and parsed.every_interface:
             warnings.append(
                 f"the daemon listens on {address}: every interface, with no TLS and no authentication; "
                 "bind 127.0.0.1 or a unix socket unless the network is trusted"

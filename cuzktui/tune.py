@@ -357,7 +357,7 @@ class Bounds:
     @classmethod
     def of(cls, box: Box, kind: str, count: int) -> Bounds:
         facts = BY_CLI_NAME[kind]
-        # The kind's floor (knobs.budget_floor_problem): its SRS and one reservation, PCE beside them.
+        # The kind's floor (knob_rules.budget_floor_problem): its SRS and one reservation, PCE beside them.
         floor = facts.srs_bytes + facts.pce_bytes + facts.full_reservation
         ceiling = max(0, box.limit_bytes - box.margin_bytes)
         batch = (1, 2) if kind == "porep" and ceiling >= facts.srs_bytes + POREP_BATCH_RESERVATION else (1,)

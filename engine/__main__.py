@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ipaddress
 import os
 import signal
 import socket
@@ -16,6 +15,7 @@ from typing import Any
 
 from cuzktui import daemon_messages as msg
 from cuzktui import proofinputs as pi
+from cuzktui.daemon_address import Address, parse_address
 from cuzktui.units import UnitError, parse_size
 
 from . import tracing
@@ -134,24 +134,10 @@ def write_sample_inputs(directory: Path, *, c1_size: int, miner_id: int, sector_
     return "\n".join(lines)
 
 
-def is_socket_address(addr: str) -> bool:
-    """A literal ``ip:port`` / ``[ipv6]:port`` like Rust's SocketAddr parser; no host names."""
-    host, sep, port = addr.rpartition(":")
-    if not sep or not port.isdigit() or int(port) > 65535:
-        return False
-    try:
-        if host.startswith("[") and host.endswith("]"):
-            ipaddress.IPv6Address(host[1:-1])
-        else:
-            ipaddress.IPv4Address(host)
-    except ValueError:
-        return False
-    return True
-
-
 async def bind(server: Any, listen: str, log: Logger) -> None:
-    if listen.startswith("unix://"):
-        path = Path(listen[len("unix://") :])
+    address = parse_address(listen)
+    if address is not None and address.socket_path is not None:
+        path = Path(address.socket_path)
         # main.rs: the line comes first, then the stale socket goes and the directory is made.
         log.info(tracing.DAEMON, msg.LISTENING_UNIX, ("path", Quoted(str(path))))
         if path.exists() or path.is_symlink():
@@ -166,9 +152,9 @@ async def bind(server: Any, listen: str, log: Logger) -> None:
             raise Fatal(f"failed to bind unix socket {path}", str(err)) from None
         log.info(tracing.DAEMON, f"{msg.READY_PREFIX}{listen}")
         return
-    if not is_socket_address(listen):
+    if address is None or address.port is None or not address.is_socket_literal:
         raise Fatal(f"invalid listen address: {listen}", "invalid socket address syntax")
-    if listen.rpartition(":")[2] == str(CURIO_DOCS_PORT):
+    if address.port == CURIO_DOCS_PORT:
         log.warn(
             tracing.DAEMON,
             f"cuzk-engine: port {CURIO_DOCS_PORT} is where Curio's docs put the real daemon;"
@@ -178,21 +164,20 @@ async def bind(server: Any, listen: str, log: Logger) -> None:
     log.info(tracing.DAEMON, msg.LISTENING_TCP, ("addr", listen))
     # Like the daemon, "ready" is logged before the TCP port is bound.
     log.info(tracing.DAEMON, f"{msg.READY_PREFIX}{listen}")
-    probe_tcp_bind(listen)
+    probe_tcp_bind(address)
     try:
         server.add_insecure_port(listen)
     except RuntimeError as err:
         raise Fatal("gRPC server error", "transport error", str(err)) from None
 
 
-def probe_tcp_bind(listen: str) -> None:
+def probe_tcp_bind(address: Address) -> None:
     """Fails like tonic when the port is taken (grpcio would only print a core log line)."""
-    host, _, port = listen.rpartition(":")
-    family = socket.AF_INET6 if host.startswith("[") else socket.AF_INET
+    family = socket.AF_INET6 if address.bracketed else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            probe.bind((host.strip("[]"), int(port)))
+            probe.bind((address.host, address.port))
         except OSError as err:
             raise Fatal("gRPC server error", "transport error", f"{err.strerror} (os error {err.errno})") from None
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Final
 
-from cuzktui.knobs import KNOBS, SECTIONS, Knob, KnobType, Severity, knob, toml_type_name, validate_value
+from cuzktui.knob_rules import validate_value
+from cuzktui.knobs import KNOBS, SECTIONS, Knob, KnobType, Severity, knob, toml_type_name
 from cuzktui.units import parse_duration, parse_size
 
 DEFAULT_CONFIG_PATH: Final = "/data/zk/cuzk.toml"

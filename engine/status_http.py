@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from cuzktui import daemon_messages as msg
+from cuzktui.daemon_address import parse_address
 
 from . import tracing
 from .pipeline import Engine
@@ -26,10 +27,10 @@ def ok_response(body: str) -> bytes:
 
 
 def split_host_port(addr: str) -> tuple[str, int]:
-    host, _, port = addr.rpartition(":")
-    if not host or not port.isdigit():
+    address = parse_address(addr)
+    if address is None or address.port is None or not address.host:
         raise ValueError(f"invalid socket address: {addr}")
-    return host.strip("[]"), int(port)
+    return address.host, address.port
 
 
 async def serve_status(engine: Engine, addr: str) -> asyncio.Server | None:

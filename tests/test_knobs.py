@@ -12,22 +12,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cuzktui.daemon_facts import KINDS
+from cuzktui.knob_rules import MONOLITHIC_INERT, budget_problems, parse_cli_value, validate_document, validate_value
 from cuzktui.knobs import (
     KNOBS,
     KNOBS_BY_NAME,
-    MONOLITHIC_INERT,
     SECTIONS,
     Knob,
     KnobType,
     KnobValueError,
     Severity,
     Status,
-    budget_problems,
     knob,
     knobs_by_section,
-    parse_cli_value,
-    validate_document,
-    validate_value,
 )
 from cuzktui.units import GiB
 

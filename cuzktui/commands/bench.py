@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import events as ev
-from .. import knobs
+from .. import knob_rules, knobs
 from ..bench import (
     DEFAULT_MINER,
     BenchOptions,
@@ -79,12 +79,12 @@ def parse_override(text: str) -> tuple[str, TomlValue]:
         raise BenchUsageError(f"--set {text!r}: expected SECTION.KEY=VALUE")
     try:
         knob = knobs.knob(name)
-        value = knobs.parse_cli_value(knob, raw)
+        value = knob_rules.parse_cli_value(knob, raw)
     except KeyError as error:
         raise BenchUsageError(f"--set {text!r}: {error.args[0]}") from None
     except knobs.KnobValueError as error:
         raise BenchUsageError(f"--set {text!r}: {error}") from None
-    errors = [p for p in knobs.validate_value(knob, value) if p.severity is knobs.Severity.ERROR]
+    errors = [p for p in knob_rules.validate_value(knob, value) if p.severity is knobs.Severity.ERROR]
     if errors:
         raise BenchUsageError(f"--set {text!r}: {errors[0]}")
     return name, value

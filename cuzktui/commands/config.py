@@ -14,18 +14,8 @@ from typing import Any
 import tomlkit
 
 from ..config import ConfigDocument, ConfigError, load_config, save_atomic
-from ..knobs import (
-    KNOBS,
-    KNOBS_BY_NAME,
-    Knob,
-    KnobValueError,
-    Severity,
-    Status,
-    TomlValue,
-    parse_cli_value,
-    unknown_knob_message,
-    validate_value,
-)
+from ..knob_rules import parse_cli_value, validate_value
+from ..knobs import KNOBS, KNOBS_BY_NAME, Knob, KnobValueError, Severity, Status, TomlValue, unknown_knob_message
 
 _STATUS_TEXT = {
     Status.ACTIVE: "active",

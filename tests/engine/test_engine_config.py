@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from cuzktui.knobs import KNOBS, Knob, KnobType, Severity, Status, validate_document
+from cuzktui.knob_rules import validate_document
+from cuzktui.knobs import KNOBS, Knob, KnobType, Severity, Status
 from cuzktui.supervisor import free_loopback_port
 from cuzktui.units import parse_duration, parse_size
 from engine.config import KNOB_FIELDS, Config, ConfigError, parse_config

@@ -26,21 +26,8 @@ from textual.widgets import Collapsible, Footer, Input, Label, LoadingIndicator,
 
 from ...controller import Controller
 from ...figures import apply_stage
-from ...knobs import (
-    KNOBS_BY_NAME,
-    LEVELS,
-    MONOLITHIC_INERT,
-    Knob,
-    KnobType,
-    KnobValueError,
-    Problem,
-    Severity,
-    Status,
-    budget_problems,
-    knobs_by_section,
-    parse_cli_value,
-    validate_value,
-)
+from ...knob_rules import MONOLITHIC_INERT, budget_problems, parse_cli_value, validate_value
+from ...knobs import KNOBS_BY_NAME, LEVELS, Knob, KnobType, KnobValueError, Problem, Severity, Status, knobs_by_section
 from ..messages import KnobEdits
 from ..modals import ConfirmModal
 from ..widgets.header import screen_header
