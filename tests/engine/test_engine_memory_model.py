@@ -22,8 +22,9 @@ from cuzktui.units import GiB
 from engine.config import Config
 from engine.jobs import ProofRequest
 from engine.memory import Arena, Budget
-from engine.pipeline import GROWTH_STEPS, Engine
+from engine.pipeline import Engine
 from engine.srs import Residency
+from engine.synthesis import GROWTH_STEPS
 from engine.timemodel import Clock, CpuPool
 from engine.tracing import Logger
 from tests.conftest import small_c1
