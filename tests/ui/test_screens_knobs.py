@@ -198,3 +198,26 @@ async def test_boolean_knobs_say_true_or_false_and_follow_the_switch() -> None:
         field.query_one(Switch).value = False
         await pilot.pause()
         assert str(word.render()) == "false"
+
+
+async def test_at_80x24_every_value_and_its_help_are_on_screen_width() -> None:
+    """Beside the changes panel an 80-column form had room for its labels only: narrow, the changes
+    go under the form and each field's value and help get the width (no horizontal scroll)."""
+    app = make_app(FakeController(config=RUNNING))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = screen_of(app)
+        form = screen.query_one("#knobs-form")
+        assert form.region.width >= 76 and form.max_scroll_x == 0
+        side = screen.query_one("#knobs-side")
+        assert side.region.y >= form.region.bottom and side.region.height > 0
+        field = screen.field("memory.total_budget")
+        editor = field.query_one(Input)
+        assert editor.region.width >= 30 and editor.region.right <= 80
+        editor.focus()
+        await pilot.pause()
+        help_line = field.query_one(".knob--help", Static)
+        assert help_line.display and help_line.region.width >= 60
+        assert field.knob.help in str(help_line.render())
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        assert not screen.has_class("-narrow") and side.region.x > form.region.right - 1

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -187,6 +187,11 @@ def drain_text(in_flight: list[str]) -> Text:
     return text
 
 
+NARROW_WIDTH = 110
+"""Below this many columns the form takes the whole width (30 for the name, the rest for the value)
+and the changes go under it: beside it, the 44-column side panel leaves the form only its labels."""
+
+
 class KnobsScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+s", "apply", "Apply", priority=True),
@@ -206,6 +211,17 @@ class KnobsScreen(Screen[None]):
         #knobs-progress.-busy { display: block; }
         #knobs-progress LoadingIndicator { height: 1; }
         Collapsible { padding-bottom: 0; }
+    }
+    /* Below NARROW_WIDTH the side panel beside the form would leave the form its labels only:
+       it goes under the form, and the help starts under the name instead of beside it. */
+    KnobsScreen.-narrow {
+        #knobs-body { layout: vertical; }
+        #knobs-form { width: 1fr; height: 1fr; }
+        #knobs-side {
+            width: 1fr; height: auto; max-height: 8; overflow-y: auto;
+            border-left: none; border-top: hkey $panel;
+        }
+        KnobField .knob--summary, KnobField .knob--help, KnobField .knob--problem { padding-left: 2; }
     }
     """
 
@@ -238,6 +254,11 @@ class KnobsScreen(Screen[None]):
                     yield LoadingIndicator()
                     yield Static(id="knobs-stage")
         yield Footer()
+
+    def on_resize(self, event: events.Resize) -> None:
+        # A class set here rather than Textual's HORIZONTAL_BREAKPOINTS, whose ClassVar-in-a-union
+        # annotation mypy --strict rejects when a subclass overrides it.
+        self.set_class(event.size.width < NARROW_WIDTH, "-narrow")
 
     def on_mount(self) -> None:
         if self._pending_fill:
