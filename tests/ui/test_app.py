@@ -232,6 +232,34 @@ async def test_every_phase_shows_a_distinct_colour_and_failure_one_of_its_own(th
         assert shown["phase-failed"] not in {shown[name] for name in names}
 
 
+async def test_a_light_theme_paints_the_charts_and_the_waterfall_its_own_background(events: list[Timed]) -> None:
+    """Drawn by hand, charts and bars left the background unset: in a dark terminal a light theme
+    showed dark charts under light panels. Every cell they draw now has the theme's background."""
+    app = make_app(FakeController(build_model(events)), theme="cuzk-light")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        background = app.current_theme.background
+        assert background is not None
+
+        def unpainted(widget: Chart | WaterfallView) -> list[str]:
+            return [
+                segment.text
+                for y in range(widget.size.height)
+                for segment in widget.render_line(y)
+                if segment.style is None or segment.style.bgcolor is None
+            ]
+
+        for chart in app.screen.query(Chart):
+            assert unpainted(chart) == [], chart.id
+            assert chart.render_line(chart.size.height - 1).cell_length == chart.size.width
+        await pilot.press("2")
+        await pilot.pause()
+        view = app.screen.query_one(WaterfallView)
+        assert unpainted(view) == []
+        assert view.rich_style.bgcolor is not None and view.rich_style.bgcolor.triplet is not None
+        assert view.rich_style.bgcolor.triplet.hex.lower() == background.lower()
+
+
 async def test_an_unknown_theme_is_reported_and_the_default_used() -> None:
     app = make_app(FakeController(SessionModel()), theme="solarized-nope")
     async with app.run_test() as pilot:

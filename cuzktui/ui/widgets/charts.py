@@ -192,11 +192,15 @@ class Chart(Widget):
 
     def _strips(self) -> list[Strip]:
         palette = self._palette()
-        key = (self._spec, self.size, palette)
+        key = (self._spec, self.size, palette, self.rich_style)
         if self._cache is None or self._cache[0] != key:
             console = self.app.console
             lines = self.rendered().split("\n", allow_blank=True)
-            self._cache = (key, [Strip(_segments(line, console), line.cell_len) for line in lines])
+            # plotext leaves the background unset: the chart paints its own (the theme's), else a
+            # light theme in a dark terminal shows a dark chart, its dark-on-dark lines unreadable.
+            base, width = self.rich_style, self.size.width
+            strips = [Strip(_segments(line, console), line.cell_len).extend_cell_length(width) for line in lines]
+            self._cache = (key, [strip.apply_style(base) for strip in strips])
         return self._cache[1]
 
     def rendered(self) -> Text:

@@ -338,14 +338,16 @@ class WaterfallView(ScrollView, can_focus=True):
         window = self.window()
         now = timeline_now(self._model) if self._model is not None else None
         palette = self._palette()
-        key = (self._rows_key, window, now, self.size.width, palette, self.ascii_only)
+        key = (self._rows_key, window, now, self.size.width, palette, self.ascii_only, self.rich_style)
         if key != self._strips_key:
             self._strips_key = key
             self._strips.clear()
         line_key = self._line_key(y)
         strip = self._strips.get(line_key)
         if strip is None:
-            strip = self._line(line_key[0], window, palette)
+            # Painted on the theme's background, not the terminal's: a light theme in a dark terminal.
+            strip = self._line(line_key[0], window, palette).extend_cell_length(self.size.width)
+            strip = strip.apply_style(self.rich_style)
             self._strips[line_key] = strip
         return strip
 
