@@ -28,9 +28,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from cuzktui.daemon_config import Config
 from cuzktui.daemon_facts import DOCUMENTED_TIERS, ProofKind
 from cuzktui.units import GiB
-from engine.config import Config
 from engine.jobs import ProofRequest
 from engine.pipeline import Engine
 from engine.tracing import EnvFilter, Logger

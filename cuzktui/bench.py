@@ -39,6 +39,7 @@ from . import events as ev
 from . import proofinputs as pi
 from .client import DaemonCallError, DaemonDied, DaemonUnreachable
 from .config import ConfigDocument
+from .daemon_config import read_config
 from .daemon_facts import BY_CLI_NAME, ProofKind
 from .diagnosis import client_view, oom_verdict
 from .knobs import TomlValue
@@ -364,11 +365,6 @@ def build_requests(
 # --------------------------------------------------------------------------------------------
 
 
-def config_value(config_text: str, section: str, key: str) -> Any:
-    """The value the daemon uses for one knob of a config text (the knob's default when unset)."""
-    return ConfigDocument.parse(config_text).get(section, key)
-
-
 def set_config_value(config_text: str, section: str, key: str, value: TomlValue) -> str:
     """``config_text`` with ``[section].key = value``; comments and other keys stay as they were."""
     document = ConfigDocument.parse(config_text)
@@ -380,7 +376,7 @@ def engine_time_scale(config_text: str, mode: str) -> float | None:
     """``[engine] time_scale`` when the daemon is the engine (its default when unset); None for a real one."""
     if mode != "engine":
         return None
-    return float(config_value(config_text, "engine", "time_scale"))
+    return read_config(config_text).engine.time_scale
 
 
 # --------------------------------------------------------------------------------------------
@@ -513,7 +509,7 @@ class BenchRunner:
             return None
         rss = sample.rss_bytes
         if self.supervisor.mode == "engine":
-            rss = int(rss / float(config_value(self.config_text, "engine", "memory_scale")))
+            rss = int(rss / read_config(self.config_text).engine.memory_scale)
         return max(0, rss - sample.budget_used_bytes)
 
     async def _recover(self, result: _Round) -> str | None:

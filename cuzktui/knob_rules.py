@@ -86,7 +86,7 @@ def _check_range(k: Knob, number: float, what: str) -> str | None:
     return None
 
 
-def _type_problem(k: Knob, value: object) -> str | None:
+def type_problem(k: Knob, value: object) -> str | None:
     """What the daemon's deserializer (or the engine's) would refuse: wrong type, negative unsigned."""
     if not _has_type(k, value):
         return f"must be {_expected_type(k)}, got {toml_type_name(value)} {value!r}"
@@ -292,9 +292,9 @@ def _value_problems(k: Knob, value: object) -> list[Problem]:
 
 def validate_value(k: Knob, value: object) -> list[Problem]:
     """Problems with one knob's value, each message naming the knob and what is allowed."""
-    type_problem = _type_problem(k, value)
-    if type_problem is not None:
-        return [Problem(Severity.ERROR, k.name, type_problem)]
+    wrong_type = type_problem(k, value)
+    if wrong_type is not None:
+        return [Problem(Severity.ERROR, k.name, wrong_type)]
     if k.status is Status.DEPRECATED:
         return [Problem(Severity.WARNING, k.name, "deprecated: the daemon warns about it at start and ignores it")]
     if k.status is Status.INERT:

@@ -35,6 +35,7 @@ from .bench import spawn_bench_process
 from .client import ClientError
 from .config import ConfigDocument, ConfigError, build_config, load_config, save_atomic
 from .controller import BenchRequest, ControllerError, Identity, ReplayClock
+from .daemon_config import read_config
 from .knobs import Severity
 from .local import LocalQueries
 from .metrics import MetricsExporter
@@ -50,7 +51,6 @@ from .supervisor import (
     InFlight,
     Supervisor,
     SupervisorError,
-    config_addresses,
     free_loopback_port,
     private_listen_address,
 )
@@ -278,7 +278,7 @@ class LiveController(LocalQueries):
         text = default_config(self.session.path, engine=o.program.mode == "engine", profile_gib=o.profile_gib)
         if path is not None:
             save_atomic(text, path)
-        listen = config_addresses(text)[0]
+        listen = read_config(text).listen_address
         written = f"wrote a new config to {path}" if path is not None else "no config given: wrote one in the session"
         self._notice("info", f"the daemon serves on {listen}, a private socket of this session; {written} with it")
         return text
@@ -288,7 +288,7 @@ class LiveController(LocalQueries):
         socket of this session (the daemon's own default belongs to a daemon someone else runs, and
         an engine must never sit there)."""
         assert self.session is not None and self.options.program is not None
-        listen = config_addresses(config_text)[0]
+        listen = read_config(config_text).listen_address
         engine = self.options.program.mode == "engine"
         if listen is not None and not (engine and listen == DAEMON_DEFAULT_LISTEN):
             return listen
@@ -338,11 +338,7 @@ class LiveController(LocalQueries):
                 f"emulating a {profile_gib} GiB box without a memory cgroup ({error}): no OOM kill will happen",
             )
             return None
-        return profile_memory_limit(profile_gib, self._memory_scale())
-
-    def _memory_scale(self) -> float:
-        value = ConfigDocument.parse(self._config_text or "").get("engine", "memory_scale")
-        return float(value)
+        return profile_memory_limit(profile_gib, read_config(self._config_text or "").engine.memory_scale)
 
     async def _launch(self, text: str, changes: tuple[str, ...]) -> None:
         assert self.supervisor is not None

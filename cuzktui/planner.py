@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .daemon_address import parse_address
+from .daemon_config import config_from_values
 from .daemon_facts import (
     DEFAULT_MAX_PARALLEL_SYNTHESIS,
     DEFAULT_SAFETY_MARGIN,
@@ -314,26 +315,21 @@ def engine_box(
     memory_limit_bytes: int | None = None,
     cgroup_path: str | None = None,
 ) -> EmulatedBox:
-    """The box an engine with these effective config values emulates (engine/config.py reads the
-    same ``[engine]`` knobs); ``memory_limit_bytes`` is its real cgroup limit, shown in the box's units."""
-    value = config.get("engine.memory_scale", knob("engine.memory_scale").default)
-    scale = float(value) if isinstance(value, int | float) and value > 0 else 1.0
-    mem_total = config.get("engine.mem_total")
-    total = parse_size(mem_total) if isinstance(mem_total, str) else int(nominal_bytes(host_mem_total_bytes, scale))
+    """The box an engine with these effective config values emulates (read as the engine reads its
+    ``[engine]`` section, :mod:`cuzktui.daemon_config`); ``memory_limit_bytes`` is its real cgroup
+    limit, shown in the box's units."""
+    engine = config_from_values(config).engine
+    scale = engine.memory_scale
+    total = engine.mem_total if engine.mem_total is not None else int(nominal_bytes(host_mem_total_bytes, scale))
     cgroup = None
     if memory_limit_bytes is not None:
         limit = int(nominal_bytes(memory_limit_bytes, scale))
         cgroup = CgroupMemory(1, Path(cgroup_path or "(the engine's cgroup)"), limit, None, None)
-    gpu_memory = config.get("engine.gpu_memory")
-    gpu_bytes = parse_size(gpu_memory) if isinstance(gpu_memory, str) else None
-    gpus = config.get("engine.gpus")
-    count = gpus if isinstance(gpus, int) else 1
-    cpus = config.get("engine.cpus")
     return EmulatedBox(
         mem_total_bytes=total,
         cgroup=cgroup,
-        cpus=max(1, cpus if isinstance(cpus, int) else 1),
-        gpus=tuple(GpuDevice(i, "cuzk-engine emulated GPU", gpu_bytes) for i in range(count)),
+        cpus=engine.cpus,
+        gpus=tuple(GpuDevice(i, "cuzk-engine emulated GPU", engine.gpu_memory) for i in range(engine.gpus)),
     )
 
 

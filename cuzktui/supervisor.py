@@ -33,7 +33,6 @@ import socket
 import subprocess
 import sys
 import time
-import tomllib
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,15 +41,14 @@ from typing import Any, Final, Literal
 from . import events as ev
 from .client import STATUS_TIMEOUT_S, ClientError, DaemonClient, StatusError, fetch_status_json
 from .config import ConfigDocument, ConfigError
+from .daemon_config import read_config
 from .diagnosis import BudgetFacts, budget_root_cause
-from .knobs import knob
 from .logfilter import launch_environment
 from .logparse import strip_ansi
 from .planner import cgroup_aware_budget
 from .samplers import listener_pid
 from .session import LogFollower, SessionWriter
 from .system import CgroupError, MemoryCgroup, host_mem_total, kernel_oom_evidence
-from .units import daemon_size
 
 DEFAULT_START_TIMEOUT_S: Final = 600.0
 DEFAULT_STOP_GRACE_S: Final = 10.0
@@ -163,10 +161,10 @@ def gather_budget_facts(
     """
     document = ConfigDocument.parse(config_text)
     host = host_mem_total_bytes if host_mem_total_bytes is not None else host_mem_total()
-    scale = float(document.get("engine", "memory_scale")) if mode == "engine" else 1.0
-    emulated = document.get("engine", "mem_total") if mode == "engine" else None
-    if isinstance(emulated, str):
-        mem_total, source = daemon_size(emulated), "the emulated box's RAM, [engine] mem_total"
+    engine = read_config(config_text).engine
+    scale = engine.memory_scale if mode == "engine" else 1.0
+    if mode == "engine" and engine.mem_total is not None:
+        mem_total, source = engine.mem_total, "the emulated box's RAM, [engine] mem_total"
     elif mode == "engine":
         mem_total, source = int(host / scale), "this host's RAM ÷ memory_scale"
     else:
@@ -273,47 +271,6 @@ def free_loopback_port(*, rng: random.Random | None = None, attempts: int = 200)
         s.bind(("127.0.0.1", 0))
         chosen: int = s.getsockname()[1]
         return chosen
-
-
-def engine_time_scale(config_text: str) -> float | None:
-    """``[engine] time_scale`` of an engine config (its default when unset); None if unreadable."""
-    try:
-        value = ConfigDocument.parse(config_text).get("engine", "time_scale")
-    except (ConfigError, ValueError):
-        return None
-    return float(value) if isinstance(value, int | float) and value > 0 else None
-
-
-def engine_memory_scale(config_text: str) -> float | None:
-    """``[engine] memory_scale`` of an engine config (its default when unset); None if unreadable."""
-    try:
-        value = ConfigDocument.parse(config_text).get("engine", "memory_scale")
-    except (ConfigError, ValueError):
-        return None
-    return float(value) if isinstance(value, int | float) and value > 0 else None
-
-
-def config_addresses(config_text: str) -> tuple[str | None, str | None]:
-    """(``[daemon].listen``, ``[daemon].status_listen``) of a config text; None where unset or unreadable."""
-    try:
-        daemon = tomllib.loads(config_text).get("daemon", {})
-    except tomllib.TOMLDecodeError:
-        return None, None
-    if not isinstance(daemon, dict):
-        return None, None
-    listen, status = daemon.get("listen"), daemon.get("status_listen")
-    return (
-        listen if isinstance(listen, str) and listen else None,
-        status if isinstance(status, str) and status else None,
-    )
-
-
-def _logging_level(config_text: str) -> str:
-    """The config's ``[logging].level`` as the daemon reads it (its default where unset or unreadable)."""
-    try:
-        return str(ConfigDocument.parse(config_text).get("logging", "level"))
-    except ConfigError:
-        return str(knob("logging.level").default)
 
 
 def _progress_text(event: ev.Event) -> str | None:
@@ -505,11 +462,11 @@ class Supervisor:
             raise SupervisorError("an attached daemon cannot be started by the tool")
         if self.running:
             raise SupervisorError(f"the daemon (pid {self.pid}) is still running")
-        listen, status_listen = config_addresses(config_text)
-        self.listen = self.listen or listen
+        launched = read_config(config_text)
+        self.listen = self.listen or launched.listen_address
         if self.listen is None:
             raise SupervisorError("no listen address: give one or set [daemon].listen in the config")
-        self.status_url = status_listen
+        self.status_url = launched.status_address
         version, path = self.session.add_config_version(config_text)
         self._config_text = config_text
         self.config_version, self.config_path = version, path
@@ -520,7 +477,7 @@ class Supervisor:
             cgroup_path = str(cgroup.path)
             self._oom_before = cgroup.oom_kill_count()
             argv = [sys.executable, "-m", "cuzktui.cgexec", cgroup_path, "--", *argv]
-        env, rust_log_warning = launch_environment(self._env, _logging_level(config_text))
+        env, rust_log_warning = launch_environment(self._env, launched.log_level)
         if rust_log_warning is not None:
             self._emit(ev.Notice(time.time(), "warning", rust_log_warning))
         await self._reset_client()
@@ -553,8 +510,8 @@ class Supervisor:
                 status_url=self.status_url,
                 cgroup_path=cgroup_path,
                 memory_limit_bytes=self.memory_limit,
-                memory_scale=engine_memory_scale(config_text) if self.program.mode == "engine" else None,
-                time_scale=engine_time_scale(config_text) if self.program.mode == "engine" else None,
+                memory_scale=launched.engine.memory_scale if self.program.mode == "engine" else None,
+                time_scale=launched.engine.time_scale if self.program.mode == "engine" else None,
             )
         )
         self._watch = _ExitWatch(self.pid, self._proc.poll)

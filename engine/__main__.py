@@ -16,10 +16,10 @@ from typing import Any
 from cuzktui import daemon_messages as msg
 from cuzktui import proofinputs as pi
 from cuzktui.daemon_address import Address, parse_address
+from cuzktui.daemon_config import DEFAULT_CONFIG_PATH, Config, DaemonConfigError, load_config
 from cuzktui.units import UnitError, parse_size
 
 from . import tracing
-from .config import DEFAULT_CONFIG_PATH, Config, ConfigError, load_config
 from .pipeline import Engine
 from .server import make_server
 from .status_http import serve_status
@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         try:
             config = load_config(args.config)
-        except (OSError, tomllib.TOMLDecodeError, ConfigError) as err:
+        except (OSError, tomllib.TOMLDecodeError, DaemonConfigError) as err:
             raise Fatal(f'failed to load config from "{args.config}"', str(err)) from None
         listen, private = choose_listen(args, config)
         log = Logger.from_environment(args.log_level or config.log_level)

@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from cuzktui import daemon_messages as msg
+from cuzktui.daemon_config import Config
 from cuzktui.daemon_facts import DEFAULT_MAX_PARALLEL_SYNTHESIS, PARTITION_BUDGET_UNIT, KindFacts
 from cuzktui.proofinputs import InputError
 from cuzktui.units import GiB
 
 from . import inputs, timemodel, tracing
-from .config import Config
 from .jobs import Job, JobResult, Partition
 from .memory import Arena, Block, Budget, Reservation, gib
 from .pacer import Pacer

@@ -37,6 +37,7 @@ from ..bench import (
     snap_commitments,
 )
 from ..config import ConfigError, build_config, load_config_or_default, save_atomic
+from ..daemon_config import read_config
 from ..knobs import TomlValue
 from ..planner import gather_report
 from ..proto import proving_pb2 as pb
@@ -48,8 +49,6 @@ from ..supervisor import (
     Supervisor,
     SupervisorError,
     choose_program,
-    config_addresses,
-    engine_memory_scale,
     free_loopback_port,
     private_listen_address,
 )
@@ -190,8 +189,7 @@ async def _run(plan: _Plan, session: SessionWriter) -> BenchSummary | str:
             _progress(f"warning: {warning}")
     allowance = 0
     if plan.memory_limit is not None and plan.program.mode == "engine":
-        scale = engine_memory_scale(plan.config_text)
-        allowance = payload_allowance(plan.requests, o.concurrency, 1.0 if scale is None else scale)
+        allowance = payload_allowance(plan.requests, o.concurrency, read_config(plan.config_text).engine.memory_scale)
     supervisor = Supervisor(
         session, plan.program, memory_limit=plan.memory_limit, payload_allowance=allowance, on_progress=_progress
     )
@@ -248,10 +246,10 @@ def run_bench(args: argparse.Namespace) -> int:
     if args.config and not Path(args.config).exists():
         save_atomic(plan.config_text, args.config)
     session = SessionWriter.create(label=f"bench-{args.kind}", directory=args.session, mode=plan.program.mode)
-    if config_addresses(plan.config_text)[0] is None:
+    if read_config(plan.config_text).listen_address is None:
         listen = private_listen_address(session.path)
         plan = dataclasses.replace(plan, config_text=set_config_value(plan.config_text, "daemon", "listen", listen))
-    if plan.program.mode == "engine" and config_addresses(plan.config_text)[1] is None:
+    if plan.program.mode == "engine" and read_config(plan.config_text).status_address is None:
         # The engine's /status gives the session its budget line; a real daemon's config is left as given.
         status = f"127.0.0.1:{free_loopback_port()}"
         plan = dataclasses.replace(

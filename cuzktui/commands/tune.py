@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import ConfigDocument, ConfigError, build_config, load_config_or_default, save_atomic
+from ..daemon_config import read_config
 from ..live import profile_memory_limit, with_profile
 from ..planner import memcheck_for
 from ..session import sessions_root
@@ -111,7 +112,7 @@ def _tune(args: argparse.Namespace) -> int:
     if args.profile is not None:
         start_text = with_profile(start_text, args.profile)
     start_doc = ConfigDocument.parse(start_text)
-    scale = float(start_doc.get("engine", "memory_scale")) if engine else 1.0
+    scale = read_config(start_text).engine.memory_scale if engine else 1.0
     limit: int | None = None
     if args.memory_limit:
         try:

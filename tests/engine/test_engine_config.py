@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
+from cuzktui.daemon_config import KNOB_FIELDS, Config, DaemonConfigError, parse_config
 from cuzktui.knob_rules import validate_document
 from cuzktui.knobs import KNOBS, Knob, KnobType, Severity, Status
 from cuzktui.supervisor import free_loopback_port
 from cuzktui.units import parse_duration, parse_size
-from engine.config import KNOB_FIELDS, Config, ConfigError, parse_config
 from tests.engine.engine_harness import engine_command
 
 REPO = Path(__file__).resolve().parents[2]
@@ -192,7 +192,7 @@ def test_deprecated_keys_are_accepted_and_reported() -> None:
     ],
 )
 def test_bad_values_name_the_key(text: str, message: str) -> None:
-    with pytest.raises(ConfigError) as info:
+    with pytest.raises(DaemonConfigError) as info:
         parse(text)
     assert str(info.value).startswith(message)
 

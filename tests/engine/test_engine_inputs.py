@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from cuzktui import proofinputs as pi
+from cuzktui.daemon_config import Config
 from cuzktui.daemon_facts import ProofKind
 from cuzktui.logfilter import EnvFilter
 from cuzktui.units import GiB
-from engine.config import Config
 from engine.jobs import JobResult, ProofRequest, Status
 from engine.pipeline import Engine
 from engine.tracing import Logger

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
+from cuzktui.daemon_config import Config
 from cuzktui.daemon_facts import (
     KINDS,
     PCE_EXTRACTION_TRANSIENT,
@@ -19,7 +20,6 @@ from cuzktui.daemon_facts import (
 )
 from cuzktui.logfilter import EnvFilter
 from cuzktui.units import GiB
-from engine.config import Config
 from engine.jobs import ProofRequest
 from engine.memory import Arena, Budget
 from engine.pipeline import Engine

@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from cuzktui.daemon_config import Config
 from cuzktui.daemon_facts import KINDS, ProofKind
 from cuzktui.units import GiB
-from engine.config import Config
 from engine.jobs import ProofRequest, Status
 from engine.memory import Arena
 from engine.pinned import SCALAR_SIZE, PinnedPool

@@ -1,15 +1,24 @@
-"""The daemon's TOML schema (docs/daemon-interface.md §3) plus the engine-only ``[engine]`` section.
+"""The daemon's TOML config read into typed values: one reader for the engine and the tool.
 
-Every key, default, type, range and deprecated key comes from :mod:`cuzktui.knobs`, the tool's
-schema, so the engine and the tool cannot drift apart: each field below names its knob, and
-its default is that knob's default read the way the engine reads a value.
+The schema is upstream's (extern/cuzk/cuzk-core/src/config.rs ``Config`` and its sections; the
+default config path is cuzk-daemon/src/main.rs's ``-c``) plus the ``[engine]`` section only
+cuzk-engine reads. Every key, default, type, range and deprecated key comes from
+:mod:`cuzktui.knobs`, so the engine and the tool cannot drift apart: each field below names its
+knob, and its default is that knob's default read the way the engine reads a value.
 
-Deliberate difference from the real daemon: whatever the schema's validator calls an error — a
-value of the wrong TOML type, a size or duration the daemon would silently replace by a
-fallback (docs/daemon-interface.md §3.9), a negative count, an address or log filter the daemon would misread
-— is a fatal error that names the key. The validator's warnings (ignored knobs, listening on
-every interface) are not. Deprecated keys are type-checked, logged with the daemon's WARN line
-and ignored; unknown keys and sections are ignored, as in the daemon.
+Two readings of one document (:func:`parse_config`):
+
+* strict, the engine's (deliberately stricter than the real daemon): whatever the schema's
+  validator (:mod:`cuzktui.knob_rules`) calls an error — a value of the wrong TOML type, a size or
+  duration the daemon would silently replace by a fallback (docs/daemon-interface.md §3.9), a
+  negative count, an address or log filter the daemon would misread — is a fatal error that names
+  the key. The validator's warnings (ignored knobs, listening on every interface) are not.
+* lenient, the tool's (:func:`read_config`: what a launched or attached daemon runs with, for
+  its addresses, log level and the engine's scales): a value of the wrong type, or a size or
+  duration that does not parse, keeps its default; other values are taken as written.
+
+Deprecated keys are type-checked, collected with the daemon's WARN line and ignored; unknown keys
+and sections are ignored, as in the daemon.
 """
 
 from __future__ import annotations
@@ -20,16 +29,16 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Final
 
-from cuzktui.knob_rules import validate_value
-from cuzktui.knobs import KNOBS, SECTIONS, Knob, KnobType, Severity, knob, toml_type_name
-from cuzktui.units import parse_duration, parse_size
+from .knob_rules import type_problem, validate_value
+from .knobs import KNOBS, SECTIONS, Knob, KnobType, Severity, knob, toml_type_name
+from .units import UnitError, parse_duration, parse_size
 
 DEFAULT_CONFIG_PATH: Final = "/data/zk/cuzk.toml"
 _KNOB: Final = "knob"  # a field's metadata key: the "section.key" it is read from
 
 
-class ConfigError(ValueError):
-    """A config value the engine refuses; the message starts with the dotted key."""
+class DaemonConfigError(ValueError):
+    """A config value the strict reading refuses; the message starts with the dotted key."""
 
 
 def _typed(k: Knob, value: object) -> Any:
@@ -98,6 +107,16 @@ class Config:
     # [daemon].listen given in the file: the engine never serves on the default unasked.
     listen_set: bool = field(default=False, compare=False)
 
+    @property
+    def listen_address(self) -> str | None:
+        """The ``[daemon].listen`` the file sets; None where it sets none (the daemon's default applies)."""
+        return self.listen if self.listen_set and self.listen else None
+
+    @property
+    def status_address(self) -> str | None:
+        """``[daemon].status_listen``; None when the /status endpoint is off."""
+        return self.status_listen or None
+
 
 def _knob_fields() -> dict[str, str]:
     """Knob name → the Config attribute it is read into (``"engine.seed"`` for the nested section)."""
@@ -113,44 +132,62 @@ def _knob_fields() -> dict[str, str]:
 KNOB_FIELDS: Final[Mapping[str, str]] = _knob_fields()
 
 
-def _tables(doc: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+def _tables(doc: Mapping[str, Any], *, strict: bool) -> dict[str, Mapping[str, Any]]:
     tables: dict[str, Mapping[str, Any]] = {}
     for section in SECTIONS:
         value = doc.get(section, {})
         if not isinstance(value, Mapping):
-            raise ConfigError(f"{section}: must be a table ([{section}]), got {toml_type_name(value)} {value!r}")
+            if strict:
+                message = f"{section}: must be a table ([{section}]), got {toml_type_name(value)} {value!r}"
+                raise DaemonConfigError(message)
+            value = {}
         tables[section] = value
     return tables
 
 
-def parse_config(doc: Mapping[str, Any]) -> Config:
-    """The Config of a parsed TOML document; ConfigError (naming the key) for the first value the schema refuses."""
-    tables = _tables(doc)
+def _accepted(k: Knob, value: object, *, strict: bool) -> bool:
+    """Whether the reading takes the value; the strict one raises for a value the schema calls an error."""
+    if strict:
+        errors = [p for p in validate_value(k, value) if p.severity is Severity.ERROR]
+        if errors:
+            raise DaemonConfigError(str(errors[0]))
+        return True
+    if type_problem(k, value) is not None:
+        return False
+    try:
+        _typed(k, value)
+    except UnitError:
+        return False
+    return True
+
+
+def parse_config(doc: Mapping[str, Any], *, strict: bool = True) -> Config:
+    """The Config of a parsed TOML document (the module docstring says what each reading refuses)."""
+    tables = _tables(doc, strict=strict)
     config = Config()
     for k in KNOBS:
         table = tables[k.section]
-        if k.key not in table:
+        if k.key not in table or not _accepted(k, table[k.key], strict=strict):
             continue
         value = table[k.key]
-        errors = [p for p in validate_value(k, value) if p.severity is Severity.ERROR]
-        if errors:
-            raise ConfigError(str(errors[0]))
         if k.start_warning:
             config.deprecated_present.append(k.start_warning)
+        if k.name == "daemon.listen":
+            config.listen_set = True
         path = KNOB_FIELDS.get(k.name)
         if path is not None:
             holder, _, attr = path.rpartition(".")
             setattr(getattr(config, holder) if holder else config, attr, _typed(k, value))
     config.engine.cpus = max(1, config.engine.cpus)
-    config.listen_set = "listen" in tables["daemon"]
     return config
 
 
 def load_config(path: str) -> Config:
-    """Defaults when the file does not exist (silently, like the daemon); errors raise.
+    """The engine's reading of its ``-c`` file: defaults when the file does not exist (silently, like
+    the daemon); errors raise.
 
     Raises OSError for an unreadable file, tomllib.TOMLDecodeError for bad syntax and
-    ConfigError for a value the engine refuses.
+    DaemonConfigError for a value the engine refuses.
     """
     file = Path(path)
     if not file.exists():
@@ -158,3 +195,23 @@ def load_config(path: str) -> Config:
     with file.open("rb") as handle:
         doc = tomllib.load(handle)
     return parse_config(doc)
+
+
+def read_config(text: str) -> Config:
+    """The tool's reading of a config text (lenient). A text that is not TOML reads as the defaults:
+    the daemon refuses it at start, and the tool's config checks say so where it is edited."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return Config()
+    return parse_config(doc, strict=False)
+
+
+def config_from_values(values: Mapping[str, Any]) -> Config:
+    """The tool's (lenient) reading of effective knob values keyed ``"section.key"`` (a controller's
+    ``config_values()``)."""
+    doc: dict[str, dict[str, Any]] = {}
+    for name, value in values.items():
+        section, _, key = name.partition(".")
+        doc.setdefault(section, {})[key] = value
+    return parse_config(doc, strict=False)
