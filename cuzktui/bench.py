@@ -48,7 +48,6 @@ from .proto import proving_pb2 as pb
 from .session import open_private_append
 from .supervisor import DaemonStartError, Supervisor, SupervisorError, gather_budget_facts
 
-DEFAULT_MINER: Final = 1000  # cuzk-bench's --miner-id default
 # Curio's ProveTimeout (docs/daemon-interface.md §1.8).
 DEFAULT_PROOF_TIMEOUT_S: Final = 30 * 60.0
 # After the daemon's calls failed, how long to wait for the supervisor's exit diagnosis.
@@ -60,23 +59,6 @@ class BenchUsageError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class RequestParams:
-    """What goes into each request beside the input, as cuzk-bench batch's flags give it
-    (``--miner-id``, ``--sector-num``, ``--registered-proof``, ``--randomness``, the comm flags).
-    None: from the input file (a C1 wrapper's SectorNum, the files beside a vanilla-proof file),
-    else Curio's value for 32 GiB sectors (registered proof) or cuzk-bench's default."""
-
-    miner_id: int = DEFAULT_MINER
-    sector_num: int | None = None
-    registered_proof: int | None = None
-    randomness: bytes | None = None
-    comm_r_old: bytes | None = None
-    comm_r_new: bytes | None = None
-    comm_d_new: bytes | None = None
-    synthetic_size: int = 0  # bytes of each synthetic C1 (0: the generator's compact shape)
-
-
-@dataclass(frozen=True, slots=True)
 class BenchOptions:
     kind: str  # porep | snap | wpost | winning
     count: int
@@ -84,7 +66,7 @@ class BenchOptions:
     input_path: Path | None = None
     oom_retries: int = 3
     proof_timeout_s: float = DEFAULT_PROOF_TIMEOUT_S
-    params: RequestParams = field(default_factory=lambda: RequestParams())
+    params: pi.RequestParams = field(default_factory=pi.RequestParams)
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,7 +240,7 @@ def _hex32_file(path: Path, key: str) -> bytes:
     raise BenchUsageError(f"{path}: no --{key} line")
 
 
-def snap_commitments(params: RequestParams, input_path: Path | None, seed: str) -> pi.SnapCommitments:
+def snap_commitments(params: pi.RequestParams, input_path: Path | None, seed: str) -> pi.SnapCommitments:
     """Flags first, then ``snap-comms.txt`` beside the input; random only for synthetic inputs."""
     comms_file = _sibling_file(input_path, pi.SNAP_COMMS_FILE)
     values: list[bytes] = []
@@ -275,7 +257,7 @@ def snap_commitments(params: RequestParams, input_path: Path | None, seed: str) 
     return pi.SnapCommitments(*values)
 
 
-def post_randomness(params: RequestParams, input_path: Path | None, seed: str) -> bytes:
+def post_randomness(params: pi.RequestParams, input_path: Path | None, seed: str) -> bytes:
     """``--randomness``, then ``post-randomness.txt`` beside the input, then zeros as cuzk-bench
     (a real input) or deterministic bytes (synthetic)."""
     if params.randomness is not None:
@@ -292,7 +274,7 @@ def build_requests(
     *,
     input_path: Path | None,
     bench_id: str,
-    params: RequestParams | None = None,
+    params: pi.RequestParams | None = None,
 ) -> list[pb.SubmitProofRequest]:
     """The ``count`` requests of a benchmark, with Curio-style request ids.
 
@@ -302,7 +284,7 @@ def build_requests(
     :mod:`cuzktui.proofinputs` (structurally complete, as the daemon parses them), each request a
     different sector / partition.
     """
-    p = params or RequestParams()
+    p = params or pi.RequestParams()
     facts = BY_CLI_NAME[kind]
     miner_id = p.miner_id
     registered_proof = pi.DEFAULT_REGISTERED_PROOF[kind] if p.registered_proof is None else p.registered_proof

@@ -9,11 +9,12 @@ plays a recorded session (or a raw daemon log) through the very same model and i
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .model import SessionModel
+from .proofinputs import RequestParams
 
 if TYPE_CHECKING:
     # Types only: the UI imports this module, and these live beside system, cgroup and file code
@@ -34,28 +35,8 @@ class BenchRequest:
     concurrency: int
     input_path: str | None = None
     oom_retries: int = 3
-    # What goes into each request beside the input, as cuzk-bench batch's flags (None: from the
-    # input file, else the default; see cuzktui.bench.RequestParams).
-    miner_id: int | None = None
-    sector_num: int | None = None
-    registered_proof: int | None = None
-    randomness: bytes | None = None
-    comm_r_old: bytes | None = None
-    comm_r_new: bytes | None = None
-    comm_d_new: bytes | None = None
-
-    def request_flags(self) -> list[str]:
-        """The ``cuzk-tui bench`` flags (cuzk-bench batch's spellings) for the request fields set."""
-        flags: list[str] = []
-        for name in ("miner_id", "sector_num", "registered_proof"):
-            number: int | None = getattr(self, name)
-            if number is not None:
-                flags += [f"--{name.replace('_', '-')}", str(number)]
-        for name in ("randomness", "comm_r_old", "comm_r_new", "comm_d_new"):
-            value: bytes | None = getattr(self, name)
-            if value is not None:
-                flags += [f"--{name.replace('_', '-')}", value.hex()]
-        return flags
+    # Beside the input, as cuzk-bench batch's flags give it.
+    params: RequestParams = field(default_factory=RequestParams)
 
 
 class PollBackoff:
@@ -206,3 +187,55 @@ class ReplayClock(Protocol):
     def play(self, speed: float) -> None: ...
 
     def pause(self) -> None: ...
+
+
+class ReadOnlyControls:
+    """The controller methods of one that controls nothing: no daemon to stop, no benchmark to run, no
+    config to apply, nothing left running on leaving. A replay is exactly this; a test double starts
+    from it and overrides what it records."""
+
+    @property
+    def read_only(self) -> bool:
+        return True
+
+    async def apply_config(self, changes: Mapping[str, Any]) -> None:
+        raise ControllerError("a replay is read-only")
+
+    async def start_bench(self, request: BenchRequest) -> None:
+        raise ControllerError("a replay is read-only")
+
+    async def cancel_bench(self) -> None:
+        return None
+
+    async def stop_daemon(self) -> None:
+        return None
+
+    def daemon_running(self) -> bool:
+        return False
+
+    def bench_running(self) -> bool:
+        return False
+
+    async def shutdown(self, stop_daemon: bool) -> None:
+        return None
+
+    def reattach_hint(self) -> str:
+        return ""
+
+    def left_running(self) -> list[str]:
+        return []
+
+    def drain_in_flight(self) -> list[str] | None:
+        return None
+
+    def restart_anyway(self) -> None:
+        return None
+
+    def running_config_source(self) -> str | None:
+        return ""
+
+    def farewell(self) -> str:
+        return ""
+
+    def hung_up(self) -> None:
+        return None  # nothing runs that would need a record of how to attach again

@@ -528,7 +528,7 @@ class LiveController(LocalQueries):
         args += ["--engine"] if program.mode == "engine" else ["--daemon", program.argv[0]]
         if request.input_path:
             args += ["--input", request.input_path]
-        args += request.request_flags()
+        args += request.params.flags()
         if s.memory_limit is not None:
             args += ["--memory-limit", str(s.memory_limit)]
         self._bench_proc = spawn_bench_process(session.path, args)

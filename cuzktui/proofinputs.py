@@ -471,6 +471,41 @@ def parse_hex32(text: str, name: str) -> bytes:
     return value
 
 
+DEFAULT_MINER: Final = 1000  # cuzk-bench's --miner-id default (cuzk-bench main.rs, the batch command)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestParams:
+    """What goes into each request beside the input, as cuzk-bench batch's flags give it
+    (``--miner-id``, ``--sector-num``, ``--registered-proof``, ``--randomness``, the comm flags).
+    None: from the input file (a C1 wrapper's SectorNum, the files beside a vanilla-proof file),
+    else Curio's value for 32 GiB sectors (registered proof) or cuzk-bench's default."""
+
+    miner_id: int = DEFAULT_MINER
+    sector_num: int | None = None
+    registered_proof: int | None = None
+    randomness: bytes | None = None
+    comm_r_old: bytes | None = None
+    comm_r_new: bytes | None = None
+    comm_d_new: bytes | None = None
+    synthetic_size: int = 0  # bytes of each synthetic C1 (0: the generator's compact shape)
+
+    def flags(self) -> list[str]:
+        """The ``cuzk-tui bench`` flags (cuzk-bench batch's spellings) that give these values, for the
+        fields that differ from the defaults (a runner started with them rebuilds this very value)."""
+        flags: list[str] = []
+        default = RequestParams()
+        for name in ("miner_id", "sector_num", "registered_proof", "synthetic_size"):
+            number: int | None = getattr(self, name)
+            if number != getattr(default, name):
+                flags += [f"--{name.replace('_', '-')}", str(number)]
+        for name in ("randomness", "comm_r_old", "comm_r_new", "comm_d_new"):
+            value: bytes | None = getattr(self, name)
+            if value is not None:
+                flags += [f"--{name.replace('_', '-')}", value.hex()]
+        return flags
+
+
 # The files ``cuzk-engine sample-inputs`` writes; the vanilla ones have cuzk-bench's default names.
 C1_FILE: Final = "porep-c1.json"
 VANILLA_FILES: Final = {"snap": "snap-vanilla.json", "wpost": "wpost-vanilla.json", "winning": "winning-vanilla.json"}

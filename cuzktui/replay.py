@@ -11,13 +11,13 @@ from __future__ import annotations
 import asyncio
 import bisect
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from . import events as ev
 from .config import ConfigError, load_config
-from .controller import BenchRequest, ControllerError, Identity, ReplayClock
+from .controller import ControllerError, Identity, ReadOnlyControls, ReplayClock
 from .local import LocalQueries
 from .model import SessionModel
 from .session import Progress, SessionSource, SourceError, read_session, resolve_source
@@ -42,7 +42,7 @@ def progress_bar(done: int, total: int, width: int = 30) -> str:
     return f"[{'#' * filled}{'-' * (width - filled)}] {share:4.0%}  {format_size(done)} of {format_size(total)}"
 
 
-class ReplayController(LocalQueries):
+class ReplayController(ReadOnlyControls, LocalQueries):
     """A read-only controller over recorded events with a time cursor (implements ReplayClock)."""
 
     def __init__(self, source: Path, clock: Callable[[], float] = time.monotonic) -> None:
@@ -71,10 +71,6 @@ class ReplayController(LocalQueries):
     @property
     def identity(self) -> Identity:
         return Identity("replay", f"replay of {self.source}", self._directory)
-
-    @property
-    def read_only(self) -> bool:
-        return True
 
     def load(self, progress: Progress | None = None) -> None:
         """Read the source now (ControllerError when it is neither a session nor a daemon log), so
@@ -166,48 +162,6 @@ class ReplayController(LocalQueries):
         except ConfigError:
             return {}
 
-    async def apply_config(self, changes: Mapping[str, Any]) -> None:
-        raise ControllerError("a replay is read-only")
-
-    async def start_bench(self, request: BenchRequest) -> None:
-        raise ControllerError("a replay is read-only")
-
-    async def cancel_bench(self) -> None:
-        return None
-
-    async def stop_daemon(self) -> None:
-        return None
-
-    def daemon_running(self) -> bool:
-        return False
-
-    def bench_running(self) -> bool:
-        return False
-
-    async def shutdown(self, stop_daemon: bool) -> None:
-        return None
-
     @property
     def clock(self) -> ReplayClock | None:
         return self
-
-    def reattach_hint(self) -> str:
-        return ""
-
-    def left_running(self) -> list[str]:
-        return []
-
-    def drain_in_flight(self) -> list[str] | None:
-        return None
-
-    def restart_anyway(self) -> None:
-        return None
-
-    def running_config_source(self) -> str | None:
-        return ""
-
-    def farewell(self) -> str:
-        return ""
-
-    def hung_up(self) -> None:
-        return None  # a replay leaves nothing running

@@ -18,7 +18,6 @@ from cuzktui.bench import (
     BenchOptions,
     BenchRunner,
     BenchUsageError,
-    RequestParams,
     build_requests,
     c1_identity_warning,
     format_summary,
@@ -318,15 +317,15 @@ def test_a_c1_gives_its_sector_and_flags_give_the_rest(tmp_path: Path) -> None:
     from_file = build_requests("porep", 1, input_path=c1, bench_id="b")[0]
     assert (from_file.sector_number, from_file.miner_id) == (9, 1000)  # the miner id is not in a C1
     assert c1_identity_warning(from_file.vanilla_proof, 1000, 9) is not None
-    flagged = build_requests("porep", 1, input_path=c1, bench_id="b", params=RequestParams(miner_id=4242))[0]
+    flagged = build_requests("porep", 1, input_path=c1, bench_id="b", params=pi.RequestParams(miner_id=4242))[0]
     assert (flagged.request_id, flagged.miner_id) == ("porep-4242-9-1", 4242)
     assert c1_identity_warning(flagged.vanilla_proof, 4242, 9) is None
-    other = build_requests("porep", 1, input_path=c1, bench_id="b", params=RequestParams(sector_num=3))[0]
+    other = build_requests("porep", 1, input_path=c1, bench_id="b", params=pi.RequestParams(sector_num=3))[0]
     assert other.sector_number == 3
 
 
 def test_synthetic_inputs_come_from_the_generator_and_parse_as_the_daemon_does() -> None:
-    params = RequestParams(miner_id=77)
+    params = pi.RequestParams(miner_id=77)
     porep = build_requests("porep", 2, input_path=None, bench_id="b", params=params)
     for request in porep:
         _, c1 = pi.parse_c1(request.vanilla_proof)
@@ -352,7 +351,9 @@ def test_snapdeals_comms_and_post_randomness_come_from_flags_or_the_files_beside
     )
     flag = bytes(range(32))
     assert (
-        build_requests("snap", 1, input_path=vanilla, bench_id="b", params=RequestParams(comm_r_new=flag))[0].comm_r_new
+        build_requests("snap", 1, input_path=vanilla, bench_id="b", params=pi.RequestParams(comm_r_new=flag))[
+            0
+        ].comm_r_new
         == flag
     )
     post = tmp_path / "winning-vanilla.json"
@@ -360,7 +361,7 @@ def test_snapdeals_comms_and_post_randomness_come_from_flags_or_the_files_beside
     assert build_requests("winning", 1, input_path=post, bench_id="b")[0].randomness == bytes(32)  # cuzk-bench's
     (tmp_path / pi.POST_RANDOMNESS_FILE).write_text(f"--randomness {flag.hex()}\n")
     assert build_requests("winning", 1, input_path=post, bench_id="b")[0].randomness == flag
-    zero = RequestParams(randomness=bytes(32))
+    zero = pi.RequestParams(randomness=bytes(32))
     assert build_requests("winning", 1, input_path=post, bench_id="b", params=zero)[0].randomness == bytes(32)
 
 
@@ -381,6 +382,21 @@ def test_cuzk_bench_batch_spellings_are_accepted(spelled: str, kind: str) -> Non
     assert build_parser().parse_args(["bench", "--vanilla", "v.json", "--type", spelled]).input == "v.json"
 
 
+@pytest.mark.parametrize(
+    "params",
+    [
+        pi.RequestParams(),
+        pi.RequestParams(miner_id=4242, sector_num=0, registered_proof=13, synthetic_size=3_000_000),
+        pi.RequestParams(
+            randomness=b"\x01" * 32, comm_r_old=bytes(32), comm_r_new=b"\xab" * 32, comm_d_new=b"\xcd" * 32
+        ),
+    ],
+)
+def test_the_flags_a_runner_is_started_with_give_back_the_same_request_fields(params: pi.RequestParams) -> None:
+    args = build_parser().parse_args(["bench", "--headless", "--engine", *params.flags()])
+    assert request_params(args) == params
+
+
 def test_an_unknown_type_is_refused_with_cuzk_benchs_wording(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_:
         build_parser().parse_args(["bench", "-t", "c2"])
@@ -390,7 +406,7 @@ def test_an_unknown_type_is_refused_with_cuzk_benchs_wording(capsys: pytest.Capt
 
 def test_an_emulated_box_gets_an_allowance_for_the_inputs_in_flight() -> None:
     requests = build_requests(
-        "porep", 12, input_path=None, bench_id="b", params=RequestParams(synthetic_size=3_000_000)
+        "porep", 12, input_path=None, bench_id="b", params=pi.RequestParams(synthetic_size=3_000_000)
     )
     largest = max(r.ByteSize() for r in requests)
     assert largest > 3_000_000

@@ -22,12 +22,10 @@ from pathlib import Path
 from .. import events as ev
 from .. import knob_rules, knobs
 from ..bench import (
-    DEFAULT_MINER,
     BenchOptions,
     BenchRunner,
     BenchSummary,
     BenchUsageError,
-    RequestParams,
     build_requests,
     c1_identity_warning,
     format_summary,
@@ -40,6 +38,7 @@ from ..config import ConfigError, build_config, load_config_or_default, save_ato
 from ..daemon_config import read_config
 from ..knobs import TomlValue
 from ..planner import gather_report
+from ..proofinputs import DEFAULT_MINER, RequestParams
 from ..proto import proving_pb2 as pb
 from ..recording import DaemonRecorder
 from ..session import SessionWriter

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from cuzktui import proofinputs as pi
-from cuzktui.bench import RequestParams, build_requests
+from cuzktui.bench import build_requests
 from cuzktui.proto import proving_pb2 as pb
 
 
@@ -51,7 +51,7 @@ def test_the_engine_proves_the_sample_inputs(tmp_path: Path, engine_factory: Any
     stub = engine_factory({"memory": {"total_budget": "400GiB"}, "pipeline": {"enabled": pipeline}}).stub()
     files = {"porep": pi.C1_FILE, **pi.VANILLA_FILES}
     for kind, name in files.items():
-        params = RequestParams(registered_proof=pi.DEFAULT_REGISTERED_PROOF[kind])
+        params = pi.RequestParams(registered_proof=pi.DEFAULT_REGISTERED_PROOF[kind])
         request = build_requests(kind, 1, input_path=samples / name, bench_id="s", params=params)[0]
         result = stub.Prove(pb.ProveRequest(submit=request), timeout=120).result
         assert (result.status, result.error_message) == (pb.AwaitProofResponse.COMPLETED, ""), kind

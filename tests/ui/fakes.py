@@ -20,7 +20,7 @@ from textual.screen import Screen
 
 from cuzktui import events as ev
 from cuzktui.config import ConfigDocument
-from cuzktui.controller import BenchRequest, Identity, ReplayClock
+from cuzktui.controller import BenchRequest, Identity, ReadOnlyControls, ReplayClock
 from cuzktui.local import LocalQueries
 from cuzktui.model import SessionModel
 from cuzktui.planner import MemcheckReport, make_report
@@ -180,7 +180,7 @@ def build_model(events: list[Timed], until: float | None = None) -> SessionModel
     return model
 
 
-class FakeController(LocalQueries):
+class FakeController(ReadOnlyControls, LocalQueries):
     """A controller over a model (a fresh one by default) that records what the UI asks for.
 
     Tests flip its running flags, inject failures (``start_error``, ``poll_error``,
@@ -292,24 +292,6 @@ class FakeController(LocalQueries):
     def reattach_hint(self) -> str:
         listen = self.model.daemon.listen
         return f"cuzk-tui attach {listen}" if listen else ""
-
-    def left_running(self) -> list[str]:
-        return []
-
-    def drain_in_flight(self) -> list[str] | None:
-        return None
-
-    def restart_anyway(self) -> None:
-        return None
-
-    def running_config_source(self) -> str | None:
-        return ""
-
-    def farewell(self) -> str:
-        return ""
-
-    def hung_up(self) -> None:
-        return None
 
 
 class FakeReplay(FakeController):

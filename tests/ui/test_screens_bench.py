@@ -104,9 +104,10 @@ async def test_the_request_fields_go_with_the_benchmark() -> None:
         await pilot.press("ctrl+s")
         await app.workers.wait_for_complete()
         (request,) = fake.benches
-        assert (request.miner_id, request.sector_num, request.registered_proof) == (4242, 9, None)
-        assert request.comm_r_old == b"\xab" * 32 and request.randomness is None
-        assert request.request_flags() == ["--miner-id", "4242", "--sector-num", "9", "--comm-r-old", "ab" * 32]
+        params = request.params
+        assert (params.miner_id, params.sector_num, params.registered_proof) == (4242, 9, None)
+        assert params.comm_r_old == b"\xab" * 32 and params.randomness is None
+        assert params.flags() == ["--miner-id", "4242", "--sector-num", "9", "--comm-r-old", "ab" * 32]
         screen.query_one("#bench-randomness", Input).value = "abcd"
         await pilot.press("ctrl+s")
         await app.workers.wait_for_complete()

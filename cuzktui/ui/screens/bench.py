@@ -20,7 +20,7 @@ from ... import events as ev
 from ...controller import BenchRequest, Controller
 from ...daemon_facts import CLI_KINDS
 from ...model import BenchState
-from ...proofinputs import InputError, parse_hex32
+from ...proofinputs import DEFAULT_MINER, InputError, RequestParams, parse_hex32
 from ..widgets.header import screen_header
 
 # Σ: the daemon sums synthesis_ms and gpu_compute_ms over a proof's partitions (engine.rs,
@@ -31,7 +31,7 @@ NOTE_WIDTH = 44
 _STATUS_STYLE = {"COMPLETED": "green", "FAILED": "bold red", "LOST": "bold red"}
 
 
-# (label, BenchRequest field) of the request fields the form offers beside the input file.
+# (label, RequestParams field) of the request fields the form offers beside the input file.
 REQUEST_NUMBERS = (("miner id", "miner_id"), ("sector", "sector_num"), ("reg. proof", "registered_proof"))
 REQUEST_HEX = (
     ("randomness (PoSt)", "randomness"),
@@ -231,13 +231,9 @@ class BenchScreen(Screen[None]):
             except InputError as error:
                 self.notify(str(error), severity="error")
                 return None
-        return BenchRequest(
-            str(kind),
-            count,
-            concurrency,
-            path,
-            retries,
-            miner_id=numbers["miner_id"],
+        miner = numbers["miner_id"]
+        params = RequestParams(
+            miner_id=DEFAULT_MINER if miner is None else miner,
             sector_num=numbers["sector_num"],
             registered_proof=numbers["registered_proof"],
             randomness=values["randomness"],
@@ -245,6 +241,7 @@ class BenchScreen(Screen[None]):
             comm_r_new=values["comm_r_new"],
             comm_d_new=values["comm_d_new"],
         )
+        return BenchRequest(str(kind), count, concurrency, path, retries, params)
 
     def action_start(self) -> None:
         if self.controller.bench_running():
