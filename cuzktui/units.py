@@ -84,21 +84,29 @@ def daemon_size(text: str) -> int:
     return _DAEMON_SIZE_FALLBACK[suffix]
 
 
-def _split_duration(text: str) -> tuple[str, int]:
+def _split_duration(text: str, hours: bool = False) -> tuple[str, int]:
+    """(number part, multiplier) as config.rs ``parse_duration`` splits it: a trailing ``m`` or ``s``,
+    the number before it trimmed; ``hours`` adds ``h``, which only the tool's own flags take."""
     stripped = text.strip()
-    if stripped.endswith("m"):
-        return stripped[:-1], 60
-    if stripped.endswith("s"):
-        return stripped[:-1], 1
+    for suffix, multiplier in (("h", 3600), ("m", 60), ("s", 1)) if hours else (("m", 60), ("s", 1)):
+        if stripped.endswith(suffix):
+            return stripped[:-1].strip(), multiplier
     return stripped, 1
 
 
-def parse_duration(text: str) -> int:
-    """Seconds for a duration string: ``"5m"`` (minutes), ``"30s"`` (seconds) or a bare integer of seconds."""
-    number, multiplier = _split_duration(text)
+def parse_duration(text: str, *, hours: bool = False) -> int:
+    """Seconds for a duration string: ``"5m"`` (minutes), ``"30s"`` (seconds) or a bare integer of seconds,
+    and with ``hours`` ``"2h"``: for the tool's own flags (``tune --time-budget``), never for a config
+    knob, since the daemon reads ``"2h"`` as 300 s."""
+    number, multiplier = _split_duration(text, hours)
     value = _rust_u64(number)
     if value is not None:
         return value * multiplier
+    if hours:
+        raise UnitError(
+            f"{text!r} is not a duration: use a whole number followed by 'h' (hours), 'm' (minutes) or "
+            "'s' (seconds), or a bare number of seconds"
+        )
     raise UnitError(
         f"{text!r} is not a duration: use a whole number followed by 'm' (minutes) or 's' (seconds), "
         f"or a bare number of seconds; the daemon would read it as {daemon_duration(text)} s"

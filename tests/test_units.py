@@ -46,9 +46,25 @@ def test_sizes_the_daemon_would_silently_misread_are_rejected(text: str, daemon_
         parse_size(text)
 
 
-@pytest.mark.parametrize(("text", "seconds"), [("5m", 300), ("30s", 30), ("45", 45), ("+2m", 120), ("+7", 7)])
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("5m", 300), ("30s", 30), ("45", 45), ("+2m", 120), ("+7", 7), ("7 m", 420), (" 30 s ", 30)]
+)
 def test_valid_durations(text: str, seconds: int) -> None:
     assert parse_duration(text) == seconds == daemon_duration(text)
+    assert parse_duration(text, hours=True) == seconds  # the tool's own flags read them alike
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("2h", 7200), ("1 h", 3600), ("0h", 0)])
+def test_hours_are_for_the_tools_own_flags_only(text: str, seconds: int) -> None:
+    assert parse_duration(text, hours=True) == seconds
+    with pytest.raises(UnitError, match="daemon would read it as 300 s"):
+        parse_duration(text)  # a config knob: the daemon reads "2h" as 300 s
+
+
+@pytest.mark.parametrize("text", ["2 hours", "1.5h", "h", "-1h"])
+def test_durations_with_hours_still_refuse_what_is_not_one(text: str) -> None:
+    with pytest.raises(UnitError, match="'h' \\(hours\\)"):
+        parse_duration(text, hours=True)
 
 
 @pytest.mark.parametrize(("text", "daemon_reads"), [("10ms", 300), ("1h", 300), ("5min", 300), ("xm", 300)])

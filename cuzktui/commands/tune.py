@@ -46,12 +46,10 @@ class TuneUsageError(ValueError):
 
 def parse_time_budget(text: str) -> int:
     """Seconds of ``2h``, ``90m``, ``30s`` or a bare number of seconds."""
-    if text.endswith("h") and text[:-1].isdigit():
-        return int(text[:-1]) * 3600
     try:
-        return parse_duration(text)
+        return parse_duration(text, hours=True)
     except UnitError as error:
-        raise TuneUsageError(f"--time-budget: {error} (or hours: 2h)") from None
+        raise TuneUsageError(f"--time-budget: {error}") from None
 
 
 def _progress(text: str) -> None:
