@@ -164,6 +164,8 @@ SYNTHESIS_TASK_PANICKED: Final = "synthesis task panicked"  # job error "synthes
 SELF_CHECK_PARTITIONED: Final = "Phase 7: PoRep proof self-check"  # process_partition_result
 SELF_CHECK_SINGLE: Final = "Pipeline single-sector PoRep proof self-check"  # process_monolithic_result
 SELF_CHECK_BATCHED: Final = "Batched PoRep proof self-check"  # process_batch_result, per sector
+# process_batch's slotted partition pipeline (slot_size > 0), which the engine does not run.
+SELF_CHECK_SLOTTED: Final = "Phase 6: PoRep proof self-check"
 SELF_CHECK_REJECTED_SUFFIX: Final = " — proof will NOT be returned to caller"
 PARTITION_VERIFICATION_RESULTS: Final = "per-partition verification results (invalid partitions produced bad proofs)"
 

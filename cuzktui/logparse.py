@@ -483,7 +483,7 @@ _FAILURE_MESSAGES: Final = (
 # before each of them is logged before the check runs.
 _SELF_CHECK_SITES: Final = (
     M.SELF_CHECK_PARTITIONED,
-    "Phase 6: PoRep proof self-check",  # the slotted path (engine.rs), which the engine does not run
+    M.SELF_CHECK_SLOTTED,
     M.SELF_CHECK_SINGLE,
     M.SELF_CHECK_BATCHED,
 )
