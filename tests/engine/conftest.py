@@ -1,14 +1,18 @@
-"""The engine_factory fixture: start cuzk-engine subprocesses, stopped (SIGTERM, then SIGKILL) at teardown."""
+"""The engine_factory fixture: start cuzk-engine subprocesses, stopped (SIGTERM, then SIGKILL) at teardown;
+make_engine: in-process engines on the captured log, closed at teardown."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.engine.engine_harness import Captured, RunningEngine, start_engine
+from cuzktui.units import GiB
+from engine.config import Config
+from engine.pipeline import Engine
+from tests.engine.engine_harness import Captured, Factory, RunningEngine, start_engine
 
 
 @pytest.fixture
@@ -32,3 +36,26 @@ def captured(tmp_path: Path) -> Iterator[Captured]:
     out = Captured(tmp_path / "engine.log")
     yield out
     out.close()
+
+
+@pytest.fixture
+async def make_engine(captured: Captured) -> AsyncIterator[Factory]:
+    started: list[Engine] = []
+
+    async def factory(time_scale: float = 0.001, **knobs: Any) -> Engine:
+        config = Config()
+        config.total_budget = 400 * GiB
+        config.engine.time_scale = time_scale
+        config.engine.memory_scale = 1 / 65536
+        config.engine.gpus = 1
+        config.gpu_workers_per_device = 1
+        for name, value in knobs.items():
+            setattr(config, name, value)
+        engine = Engine(config, captured.log)
+        engine.start()
+        started.append(engine)
+        return engine
+
+    yield factory
+    for engine in started:
+        await engine.aclose()

@@ -1,25 +1,31 @@
-"""Helpers to run `cuzk-engine` as a subprocess with a config written for the test (no shell)."""
+"""Helpers to run `cuzk-engine` as a subprocess with a config written for the test (no shell), and for
+in-process engines (requests, polling waits, shared scenes)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import grpc
 
+from cuzktui.daemon_facts import ProofKind
 from cuzktui.logfilter import EnvFilter
 from cuzktui.proto import proving_pb2 as pb
 from cuzktui.proto import proving_pb2_grpc
 from cuzktui.supervisor import free_loopback_port
+from engine.jobs import JobResult, ProofRequest
+from engine.pipeline import Engine
 from engine.tracing import Logger
-from tests.conftest import small_c1
+from tests.conftest import post_vanilla, small_c1
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # Fast and small: 29 s of synthesis becomes ~15 ms, 20 GiB of partition memory 320 KiB.
@@ -173,3 +179,43 @@ def porep_request(request_id: str, payload: bytes | None = None) -> pb.SubmitPro
         sector_number=1,
         miner_id=1000,
     )
+
+
+Factory = Callable[..., Awaitable[Engine]]
+
+
+def porep(request_id: str) -> ProofRequest:
+    return ProofRequest(
+        request_id, ProofKind.POREP_SEAL_COMMIT, vanilla_proof=small_c1(), miner_id=1000, sector_number=1
+    )
+
+
+def post(request_id: str, kind: ProofKind = ProofKind.WINNING_POST) -> ProofRequest:
+    return ProofRequest(request_id, kind, vanilla_proofs=post_vanilla(), randomness=bytes(32), registered_proof=3)
+
+
+async def until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    """Polls the engine's state (never a fixed sleep) with a generous deadline."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.005)
+
+
+async def overtake_in_the_gpu_queue(
+    e: Engine, captured: Captured
+) -> tuple[asyncio.Future[JobResult], asyncio.Future[JobResult], asyncio.Future[JobResult]]:
+    """Monolithic jobs share the GPU queue key (0, 0) (engine.rs, the monolithic path's queue): with
+    winning-a held on the GPU, winning-b queued behind it is replaced by winning-c and never answered.
+    Returns the three waiters with the GPU let go."""
+    worker = e.workers[0]
+    async with e.gpu_locks[0]:  # the GPU stays busy with the first job until the scene is set
+        first = e.prove(post("winning-a"))
+        await until(lambda: worker.job is not None, "the first job on the GPU")
+        dropped = e.prove(post("winning-b"))
+        await until(lambda: len(e.gpu_queue) == 1, "the second job in the GPU queue")
+        last = e.prove(post("winning-c"))
+        await until(lambda: any(",GPU_QUEUE,winning-c," in line for line in captured.lines()), "winning-c queued")
+        assert len(e.gpu_queue) == 1  # same key (0, 0): winning-c took winning-b's place
+    return first, dropped, last

@@ -13,10 +13,7 @@ from cuzktui.report import build_report
 from cuzktui.session import load_session
 from engine.jobs import ProofRequest, Status
 from tests.conftest import small_c1
-from tests.engine.engine_harness import Captured, porep_request
-from tests.engine.test_engine_tracker import Factory, make_engine, porep, post, until
-
-__all__ = ["make_engine"]  # the fixture, shared with the tracker's tests
+from tests.engine.engine_harness import Captured, Factory, overtake_in_the_gpu_queue, porep, porep_request, post
 
 
 def report(captured: Captured) -> dict[str, Any]:
@@ -44,14 +41,7 @@ async def test_a_job_the_engines_gpu_queue_dropped_is_incomplete_with_the_reason
     make_engine: Factory, captured: Captured
 ) -> None:
     e = await make_engine(time_scale=0.01)
-    worker = e.workers[0]
-    async with e.gpu_locks[0]:  # the GPU stays busy with the first job until the test lets go
-        first = e.prove(post("winning-a"))
-        await until(lambda: worker.job is not None, "the first job on the GPU")
-        dropped = e.prove(post("winning-b"))
-        await until(lambda: len(e.gpu_queue) == 1, "the second job in the GPU queue")
-        last = e.prove(post("winning-c"))
-        await until(lambda: any(",GPU_QUEUE,winning-c," in line for line in captured.lines()), "winning-c queued")
+    first, dropped, last = await overtake_in_the_gpu_queue(e, captured)
     await asyncio.wait_for(asyncio.gather(first, last), 60)
     assert not dropped.done()
     jobs = {j["job_id"]: j for j in report(captured)["jobs"]}

@@ -4,9 +4,6 @@ status.rs, memory.rs; cuzk-server service.rs), quirks included, on in-process en
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
 
 import grpc
 import pytest
@@ -19,19 +16,10 @@ from cuzktui.proto import proving_pb2 as pb
 from cuzktui.units import GiB
 from engine.jobs import JobResult, ProofRequest, Status
 from engine.memory import Budget
-from engine.pipeline import Engine
 from engine.server import ProvingService
 from engine.views import status_document
-from tests.conftest import post_vanilla, small_c1
-from tests.engine.engine_harness import Captured
-
-Factory = Callable[..., Awaitable[Engine]]
-
-
-def porep(request_id: str) -> ProofRequest:
-    return ProofRequest(
-        request_id, ProofKind.POREP_SEAL_COMMIT, vanilla_proof=small_c1(), miner_id=1000, sector_number=1
-    )
+from tests.conftest import small_c1
+from tests.engine.engine_harness import Captured, Factory, overtake_in_the_gpu_queue, porep, post, until
 
 
 def snap_request(request_id: str) -> ProofRequest:
@@ -45,42 +33,6 @@ def snap_request(request_id: str) -> ProofRequest:
         comm_r_new=comms.comm_r_new,
         comm_d_new=comms.comm_d_new,
     )
-
-
-def post(request_id: str, kind: ProofKind = ProofKind.WINNING_POST) -> ProofRequest:
-    return ProofRequest(request_id, kind, vanilla_proofs=post_vanilla(), randomness=bytes(32), registered_proof=3)
-
-
-async def until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    """Polls the engine's state (never a fixed sleep) with a generous deadline."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.005)
-
-
-@pytest.fixture
-async def make_engine(captured: Captured) -> AsyncIterator[Factory]:
-    started: list[Engine] = []
-
-    async def factory(time_scale: float = 0.001, **knobs: Any) -> Engine:
-        config = Config()
-        config.total_budget = 400 * GiB
-        config.engine.time_scale = time_scale
-        config.engine.memory_scale = 1 / 65536
-        config.engine.gpus = 1
-        config.gpu_workers_per_device = 1
-        for name, value in knobs.items():
-            setattr(config, name, value)
-        engine = Engine(config, captured.log)
-        engine.start()
-        started.append(engine)
-        return engine
-
-    yield factory
-    for engine in started:
-        await engine.aclose()
 
 
 class Context:
@@ -205,15 +157,7 @@ async def test_a_monolithic_job_queued_behind_another_replaces_it_and_is_never_a
     make_engine: Factory, captured: Captured
 ) -> None:
     e = await make_engine(time_scale=0.01)
-    worker = e.workers[0]
-    async with e.gpu_locks[0]:  # the GPU stays busy with the first job until the test lets go
-        first = e.prove(post("winning-a"))
-        await until(lambda: worker.job is not None, "the first job on the GPU")
-        dropped = e.prove(post("winning-b"))
-        await until(lambda: len(e.gpu_queue) == 1, "the second job in the GPU queue")
-        last = e.prove(post("winning-c"))
-        await until(lambda: bool(captured.messages("TIMELINE,") and _queued(captured, "winning-c")), "winning-c queued")
-        assert len(e.gpu_queue) == 1  # same key (0, 0): winning-c took winning-b's place
+    first, dropped, last = await overtake_in_the_gpu_queue(e, captured)
     assert (await asyncio.wait_for(first, 60)).status is Status.COMPLETED
     assert (await asyncio.wait_for(last, 60)).status is Status.COMPLETED
     assert not dropped.done()
@@ -221,10 +165,6 @@ async def test_a_monolithic_job_queued_behind_another_replaces_it_and_is_never_a
     # Its memory went with it: only SRS/PCE stay charged once extraction is over.
     await until(lambda: not e.residency.extractions, "PCE extraction to end")
     assert e.budget.used == sum(entry.size for entry in (*e.residency.srs.values(), *e.residency.pce.values()))
-
-
-def _queued(captured: Captured, job_id: str) -> bool:
-    return any(f",GPU_QUEUE,{job_id}," in line for line in captured.lines())
 
 
 # Issue 7: the /status tracker, TIMELINE and lines of batches, the evictor ---------------------------

@@ -153,17 +153,13 @@ class Live:
         await self.until_ready(runs_above=runs + 1)
 
 
-@pytest.fixture
-async def live(tmp_path: Path, short_dir: Path) -> AsyncIterator[Live]:
-    """The app on a LiveController over a fast engine; every process is stopped afterwards, pass or fail."""
-    config_file = tmp_path / "cuzk.toml"
-    config_file.write_text(fast_engine_config(short_dir))
-    session_dir = tmp_path / "session"
-    options = LiveOptions(
-        program=engine_program(), config_file=config_file, session_dir=session_dir, sample_interval=0.5
-    )
+@contextlib.asynccontextmanager
+async def live_app(options: LiveOptions, config_file: Path) -> AsyncIterator[Live]:
+    """The app on a LiveController with ``options``; every process is stopped afterwards, pass or fail."""
     controller = LiveController(options)
     app = CuzkApp(controller, poll_interval=0.1)
+    session_dir = options.session_dir
+    assert session_dir is not None
     try:
         async with app.run_test(size=SIZE) as pilot:
             yield Live(app, pilot, controller, session_dir, config_file)
@@ -180,6 +176,18 @@ async def live(tmp_path: Path, short_dir: Path) -> AsyncIterator[Live]:
             bench.kill()
             bench.wait(10)
         assert not survivors, f"daemons left running after shutdown(stop_daemon=True): {survivors}"
+
+
+@pytest.fixture
+async def live(tmp_path: Path, short_dir: Path) -> AsyncIterator[Live]:
+    """The app on a LiveController over a fast engine."""
+    config_file = tmp_path / "cuzk.toml"
+    config_file.write_text(fast_engine_config(short_dir))
+    options = LiveOptions(
+        program=engine_program(), config_file=config_file, session_dir=tmp_path / "session", sample_interval=0.5
+    )
+    async with live_app(options, config_file) as running:
+        yield running
 
 
 def bar_cells(strip: Strip, phase_colours: Container[object]) -> int:

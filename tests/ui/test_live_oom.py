@@ -4,26 +4,22 @@ the engine as a 256 GiB box (1/256 of its bytes real) in a 1 GiB memory cgroup o
 
 The auto budget takes the host's RAM, the daemon is OOM-killed, the kill is diagnosed with the
 kernel's evidence, the runner lowers the budget and finishes 12/12, and the session holds every
-event up to the kill and after it. The harness (app, pilot, waits, teardown) is test_live_engine's.
+event up to the kill and after it. The harness (app, pilot, waits, teardown: live_app) is test_live_engine's.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from cuzktui import events as ev
-from cuzktui.live import LiveController, LiveOptions
+from cuzktui.live import LiveOptions
 from cuzktui.session import iter_session_events, read_session, resolve_source
 from cuzktui.supervisor import engine_program
-from cuzktui.ui.app import CuzkApp
 from tests.conftest import TEST_TIME_SCALE, memory_cgroup_or_skip, require_engine
-from tests.ui.test_live_engine import SIZE, Live, launched_pids, wait_gone
+from tests.ui.test_live_engine import Live, live_app
 from tests.ui.test_live_engine import short_dir as short_dir  # the fixture, by name (a redundant alias re-exports it)
 
 pytestmark = pytest.mark.slow
@@ -42,31 +38,15 @@ async def box(tmp_path: Path, short_dir: Path) -> AsyncIterator[Live]:
         "[pipeline]\nmax_parallel_synthesis = 18\n"
         f'[engine]\nmem_total = "512GiB"\ntime_scale = {TEST_TIME_SCALE}\ngpus = 1\n'
     )
-    session_dir = tmp_path / "session"
     options = LiveOptions(
         program=engine_program(),
         config_file=config_file,
-        session_dir=session_dir,
+        session_dir=tmp_path / "session",
         sample_interval=0.5,
         memory_limit=GiB,
     )
-    controller = LiveController(options)
-    app = CuzkApp(controller, poll_interval=0.1)
-    try:
-        async with app.run_test(size=SIZE) as pilot:
-            yield Live(app, pilot, controller, session_dir, config_file)
-    finally:
-        with contextlib.suppress(Exception):
-            await controller.shutdown(stop_daemon=True)
-        survivors = wait_gone(launched_pids(session_dir) if session_dir.exists() else [], 3)
-        for pid in survivors:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        bench = controller._bench_proc
-        if bench is not None and bench.poll() is None:
-            bench.kill()
-            bench.wait(10)
-        assert not survivors, f"daemons left running after shutdown(stop_daemon=True): {survivors}"
+    async with live_app(options, config_file) as running:
+        yield running
 
 
 async def test_the_auto_budget_oom_kill_is_diagnosed_the_budget_lowered_and_12_of_12_complete(box: Live) -> None:
