@@ -54,6 +54,23 @@ def of_type(session: Path, cls: type[ev.Event]) -> list[ev.Event]:
     return [e for e in recorded(session) if isinstance(e, cls)]
 
 
+async def launched_engine(tmp_path: Path) -> LiveController:
+    """A LiveController that launched a fast engine (config ``tmp_path/cuzk.toml``, session
+    ``tmp_path/session``), once the session records it ready; stopped again when it never is."""
+    require_engine()
+    config = tmp_path / "cuzk.toml"
+    config.write_text(fast_engine_config(tmp_path))
+    session = tmp_path / "session"
+    controller = LiveController(LiveOptions(program=engine_program(), config_file=config, session_dir=session))
+    await controller.start()
+    try:
+        await until(lambda: bool(of_type(session, ev.DaemonReadyObserved)), "readiness", 60)
+    except BaseException:
+        await controller.shutdown(stop_daemon=True)
+        raise
+    return controller
+
+
 async def attached(tmp_path: Path, address: str, **target: object) -> Supervisor:
     supervisor = Supervisor(SessionWriter(tmp_path / "session"), None)
     supervisor.liveness_interval = 0.2
@@ -227,15 +244,10 @@ async def test_the_log_is_read_from_journald_with_an_argument_list(
 async def test_leave_running_says_what_keeps_running_and_one_attach_line_continues_the_session(
     tmp_path: Path,
 ) -> None:
-    require_engine()
-    config = tmp_path / "cuzk.toml"
-    config.write_text(fast_engine_config(tmp_path))
-    session = tmp_path / "session"
-    first = LiveController(LiveOptions(program=engine_program(), config_file=config, session_dir=session))
-    await first.start()
+    first = await launched_engine(tmp_path)
+    config, session = tmp_path / "cuzk.toml", tmp_path / "session"
     pid: int | None = None
     try:
-        await until(lambda: bool(of_type(session, ev.DaemonReadyObserved)), "readiness", 60)
         assert first.supervisor is not None
         pid = first.supervisor.pid
         assert first.left_running() == [f"the daemon (pid {pid}, listening on {first.supervisor.listen})"]
@@ -336,15 +348,9 @@ async def test_without_a_log_the_waterfall_comes_from_status_polls(tmp_path: Pat
 async def test_a_benchmark_left_running_shows_after_re_attaching_with_the_printed_line(tmp_path: Path) -> None:
     from cuzktui.controller import BenchRequest
 
-    require_engine()
-    config = tmp_path / "cuzk.toml"
-    config.write_text(fast_engine_config(tmp_path))
-    session = tmp_path / "session"
-    first = LiveController(LiveOptions(program=engine_program(), config_file=config, session_dir=session))
-    await first.start()
+    first = await launched_engine(tmp_path)
     second: LiveController | None = None
     try:
-        await until(lambda: bool(of_type(session, ev.DaemonReadyObserved)), "readiness", 60)
         await first.start_bench(BenchRequest("porep", 3, 1))
         runner = first._bench_proc
         assert runner is not None

@@ -50,6 +50,17 @@ def timeline(offset_ms: int, event: str, job: str, detail: str) -> str:
     return f"TIMELINE,{offset_ms},{event},{job},{detail}"  # engine.rs timeline_event
 
 
+def synthesized_then_on_the_gpu(job: str, synth_start_ms: int, gpu_ms: int, kind: str = "porep-c2") -> list[str]:
+    """A monolithic job's TIMELINE from synthesis to the GPU (worker 0), taken at once at ``gpu_ms``."""
+    return [
+        timeline(synth_start_ms, "SYNTH_START", job, f"kind={kind}"),
+        timeline(gpu_ms, "SYNTH_END", job, f"synth_ms={gpu_ms - synth_start_ms}"),
+        timeline(gpu_ms, "GPU_QUEUE", job, "monolithic"),
+        timeline(gpu_ms, "GPU_PICKUP", job, "worker=0"),
+        timeline(gpu_ms, "GPU_START", job, "worker=0"),
+    ]
+
+
 def startup(pipeline: bool = True) -> list[str]:
     """cuzk-daemon main.rs / engine.rs startup lines; the engine starts at 07:00:01 (TIMELINE offset 0)."""
     return [
@@ -157,11 +168,7 @@ def test_every_sector_of_a_batch_is_shown_and_counted(tmp_path: Path) -> None:
     lines += [enqueue(1.2 + i / 10, job, position=i) for i, job in enumerate(members)]
     # Only the batch's first request has TIMELINE lines (engine.rs: reqs[0]).
     lines += [
-        timeline(500, "SYNTH_START", "porep-b0", "kind=porep-c2"),
-        timeline(2500, "SYNTH_END", "porep-b0", "synth_ms=2000"),
-        timeline(2500, "GPU_QUEUE", "porep-b0", "monolithic"),
-        timeline(2500, "GPU_PICKUP", "porep-b0", "worker=0"),
-        timeline(2500, "GPU_START", "porep-b0", "worker=0"),
+        *synthesized_then_on_the_gpu("porep-b0", 500, 2500, "porep-c2"),
         timeline(4500, "GPU_END", "porep-b0", "worker=0,gpu_ms=2000"),
         human(
             5.6,
@@ -195,11 +202,7 @@ def test_failure_lines_without_a_job_id_are_attributed(tmp_path: Path) -> None:
         human(1.4, "Phase 7: C1 parse/SRS load failed", level="ERROR", error="failed to parse C1 output wrapper JSON"),
         enqueue(1.5, "wdpost-1", kind="window-post"),
         dequeue(1.6, "wdpost-1", kind="window-post"),
-        timeline(700, "SYNTH_START", "wdpost-1", "kind=window-post"),
-        timeline(900, "SYNTH_END", "wdpost-1", "synth_ms=200"),
-        timeline(900, "GPU_QUEUE", "wdpost-1", "monolithic"),
-        timeline(900, "GPU_PICKUP", "wdpost-1", "worker=0"),
-        timeline(900, "GPU_START", "wdpost-1", "worker=0"),
+        *synthesized_then_on_the_gpu("wdpost-1", 700, 900, "window-post"),
         human(2.5, "GPU proving failed", level="ERROR", error="generate_single_window_post_with_vanilla failed"),
     ]
     jobs = statuses(report_of(write_log(tmp_path, lines)))
@@ -501,11 +504,7 @@ def test_a_failed_batch_fails_every_sector_of_it(tmp_path: Path) -> None:
         lines += [enqueue(1.2 + i / 10, job, position=i), dequeue(1.4 + i / 10, job)]
     lines += [
         enqueue(1.45, "porep-later", position=0),
-        timeline(500, "SYNTH_START", "porep-b0", "kind=porep-c2"),
-        timeline(2500, "SYNTH_END", "porep-b0", "synth_ms=2000"),
-        timeline(2500, "GPU_QUEUE", "porep-b0", "monolithic"),
-        timeline(2500, "GPU_PICKUP", "porep-b0", "worker=0"),
-        timeline(2500, "GPU_START", "porep-b0", "worker=0"),
+        *synthesized_then_on_the_gpu("porep-b0", 500, 2500, "porep-c2"),
         # engine.rs process_monolithic_result: one line, no job id, every request of the batch fails.
         human(4.0, "GPU proving failed", level="ERROR", error="CUDA error 700: an illegal memory access"),
     ]
