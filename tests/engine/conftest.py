@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from cuzktui.daemon_config import Config
 from cuzktui.units import GiB
-from engine.config import Config
 from engine.pipeline import Engine
 from tests.engine.engine_harness import Captured, Factory, RunningEngine, start_engine
 

@@ -9,7 +9,6 @@ import grpc
 import pytest
 
 from cuzktui import daemon_messages as msg
-from cuzktui.daemon_config import Config
 from cuzktui.daemon_facts import ProofKind
 from cuzktui.proofinputs import SnapCommitments, generate_snap_vanilla
 from cuzktui.proto import proving_pb2 as pb
