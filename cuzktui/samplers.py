@@ -18,6 +18,7 @@ from typing import Any, Final, TypeVar
 
 import psutil
 
+from .daemon_address import parse_address
 from .events import GpuSample, MemorySample, ObservedEvent
 from .system import CGROUP, PROC, CgroupMemory, memory_cgroup_of, read_cgroup_memory
 
@@ -117,22 +118,22 @@ def listener_pid(address: str) -> int | None:
     no pid, status.rs StatusSnapshot). None when nothing listens there or the owner is not visible
     to this user (psutil reads other users' sockets only as root).
     """
-    text = address.strip().removeprefix("http://")
+    parsed = parse_address(address.strip().removeprefix("http://"))
+    if parsed is None:
+        return None
     try:
-        if text.startswith("unix://"):
-            path = text.removeprefix("unix://")
+        if parsed.socket_path is not None:
             for conn in psutil.net_connections(kind="unix"):
-                if str(conn.laddr) == path and conn.pid is not None:
+                if str(conn.laddr) == parsed.socket_path and conn.pid is not None:
                     return int(conn.pid)
             return None
-        host, _, port_text = text.rpartition(":")
-        port = int(port_text)
+        host, port = parsed.host, parsed.port
         for conn in psutil.net_connections(kind="tcp"):
             if conn.status != psutil.CONN_LISTEN or conn.pid is None or not conn.laddr or conn.laddr.port != port:
                 continue
-            if conn.laddr.ip in (host.strip("[]"), "0.0.0.0", "::") or host in ("", "localhost"):
+            if conn.laddr.ip in (host, "0.0.0.0", "::") or host in ("", "localhost"):
                 return int(conn.pid)
-    except (psutil.Error, ValueError, OSError):
+    except (psutil.Error, OSError):
         return None
     return None
 
