@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from typing import Final
 
 UNIX_SCHEME: Final = "unix://"
+# cuzk-core/src/config.rs DaemonConfig::default: where a daemon serves when nothing says otherwise,
+# and where a production Curio looks for its prover (a stand-in must never sit there unasked).
+DAEMON_DEFAULT_LISTEN: Final = "unix:///run/curio/cuzk.sock"
 # The unspecified addresses: a daemon bound there answers on every interface.
 _EVERY_INTERFACE: Final = frozenset({"0.0.0.0", "::"})
 

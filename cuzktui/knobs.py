@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Final
 
+from .daemon_address import DAEMON_DEFAULT_LISTEN
 from .daemon_facts import DEFAULT_MAX_PARALLEL_SYNTHESIS
 
 # A value as it appears in (or is written to) a TOML file.
@@ -123,7 +124,7 @@ KNOBS: Final[tuple[Knob, ...]] = (
         "daemon",
         "listen",
         _T.ADDRESS,
-        "unix:///run/curio/cuzk.sock",
+        DAEMON_DEFAULT_LISTEN,
         "gRPC address: IP:port or unix:///path",
         "Where the gRPC API listens. Either unix:///absolute/path (the socket's parent directories are created "
         "and a stale socket file is removed) or a literal IP address with a port such as 127.0.0.1:9820 or "

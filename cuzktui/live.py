@@ -35,6 +35,7 @@ from .bench import spawn_bench_process
 from .client import ClientError
 from .config import ConfigDocument, ConfigError, build_config, load_config, save_atomic
 from .controller import BenchRequest, ControllerError, Identity, ReplayClock
+from .daemon_address import DAEMON_DEFAULT_LISTEN
 from .daemon_config import read_config
 from .knobs import Severity
 from .local import LocalQueries
@@ -45,7 +46,6 @@ from .recording import DaemonRecorder
 from .session import SessionFollower, SessionWriter, list_sessions
 from .session_layout import META_FILE
 from .supervisor import (
-    DAEMON_DEFAULT_LISTEN,
     DaemonProgram,
     DaemonStartError,
     InFlight,

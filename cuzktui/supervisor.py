@@ -230,9 +230,6 @@ def _classify(
 _EPHEMERAL_RANGE: Final = Path("/proc/sys/net/ipv4/ip_local_port_range")
 
 
-# The real daemon's built-in [daemon].listen (config.rs DaemonConfig::default): where it serves
-# when a config sets none. A stand-in must never sit there, and the tool prefers its own socket.
-DAEMON_DEFAULT_LISTEN: Final = "unix:///run/curio/cuzk.sock"
 # sockaddr_un holds 108 bytes with the terminator; keep well clear of it.
 _MAX_SOCKET_PATH: Final = 100
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from cuzktui import daemon_messages as msg
 from cuzktui import proofinputs as pi
-from cuzktui.daemon_address import Address, parse_address
+from cuzktui.daemon_address import DAEMON_DEFAULT_LISTEN, Address, parse_address
 from cuzktui.daemon_config import DEFAULT_CONFIG_PATH, Config, DaemonConfigError, load_config
 from cuzktui.units import UnitError, parse_size
 
@@ -27,7 +27,6 @@ from .tracing import Logger, Quoted
 
 # Upstream's default listen address (config.rs), which Curio's docs also give, and the TCP port its
 # docs use: the places a production Curio would find this emulator.
-PRODUCTION_SOCKET = "unix:///run/curio/cuzk.sock"
 CURIO_DOCS_PORT = 9820
 
 
@@ -51,7 +50,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--allow-production-socket",
         action="store_true",
-        help=f"allow listening on {PRODUCTION_SOCKET}, where a production Curio looks for its prover",
+        help=f"allow listening on {DAEMON_DEFAULT_LISTEN}, where a production Curio looks for its prover",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     samples = commands.add_parser(
@@ -87,9 +86,9 @@ def choose_listen(args: argparse.Namespace, config: Config) -> tuple[str, bool]:
     listen = args.listen or (config.listen if config.listen_set else None)
     if listen is None:
         return private_listen(), True
-    if listen == PRODUCTION_SOCKET and not args.allow_production_socket:
+    if listen == DAEMON_DEFAULT_LISTEN and not args.allow_production_socket:
         raise Fatal(
-            f"refusing to listen on {PRODUCTION_SOCKET}",
+            f"refusing to listen on {DAEMON_DEFAULT_LISTEN}",
             "cuzk-engine is an emulator and its proofs are not valid; a production Curio looks for its prover there"
             " (pass --allow-production-socket to use it anyway)",
         )
@@ -247,7 +246,7 @@ def main(argv: list[str] | None = None) -> None:
             log.warn(
                 tracing.DAEMON,
                 "cuzk-engine: no listen address given; serving on a private socket, not upstream's default "
-                + PRODUCTION_SOCKET,
+                + DAEMON_DEFAULT_LISTEN,
                 ("listen", listen),
             )
         log.info(tracing.DAEMON, msg.CONFIGURATION_LOADED, ("listen", listen))

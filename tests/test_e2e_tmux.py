@@ -31,8 +31,8 @@ import pytest
 
 from cuzktui import events as ev
 from cuzktui.config import ConfigDocument
+from cuzktui.daemon_address import DAEMON_DEFAULT_LISTEN
 from cuzktui.session import iter_session_events
-from cuzktui.supervisor import DAEMON_DEFAULT_LISTEN
 from tests.conftest import alive, fast_engine_config, standin_daemon_on_path
 
 pytestmark = [

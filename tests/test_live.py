@@ -10,6 +10,7 @@ import pytest
 
 from cuzktui.config import ConfigDocument
 from cuzktui.controller import BenchRequest, ControllerError
+from cuzktui.daemon_address import DAEMON_DEFAULT_LISTEN
 from cuzktui.knobs import Severity
 from cuzktui.live import (
     AttachTarget,
@@ -19,7 +20,7 @@ from cuzktui.live import (
     profile_memory_limit,
     with_profile,
 )
-from cuzktui.supervisor import DAEMON_DEFAULT_LISTEN, choose_program
+from cuzktui.supervisor import choose_program
 from cuzktui.units import GiB
 from tests.conftest import engine_config_text, memory_cgroup_or_skip, require_engine, standin_daemon_on_path
 
