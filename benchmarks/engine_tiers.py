@@ -38,7 +38,7 @@ from engine.tracing import EnvFilter, Logger
 WARMUP = 2  # completions skipped: the first proof pays the SRS load and the PCE extraction
 PHASES = ("chan", "syn", "park", "gpu", "fin")
 EXPLANATION = """\
-What the model holds (engine/pipeline.py, engine/srs.py docstrings; docs/daemon-interface.md §6.2, §6.4):
+What the model holds (engine/synthesis.py, engine/srs.py docstrings; docs/daemon-interface.md §6.2, §6.4):
   * budget: the dispatcher reserves 14 GiB per partition, then sends it into a channel of capacity
     synth_worker_count (the daemon's bounded mpsc channel): partitions waiting there ("chan") hold
     a reservation but no memory;

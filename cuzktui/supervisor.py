@@ -157,7 +157,7 @@ def gather_budget_facts(
 
     "auto" reads MemTotal (cuzk-core memory.rs detect_system_memory): the host's for a real daemon;
     for the engine ``[engine] mem_total`` (the emulated box) or the host's ÷ memory_scale, as
-    engine/pipeline.py resolves it. The limit is the cgroup's (÷ memory_scale for the engine).
+    engine/state.py budget_total resolves it. The limit is the cgroup's (÷ memory_scale for the engine).
     """
     document = ConfigDocument.parse(config_text)
     host = host_mem_total_bytes if host_mem_total_bytes is not None else host_mem_total()
