@@ -24,10 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ingest import synthetic_log
+from ingest import LINES_PER_JOB, synthetic_log
 from tui_output import BTOP_BYTES_PER_S, BTOP_CPU_PCT, child, run_btop, run_in_pty
-
-LINES_PER_JOB = 232  # what synthetic_log writes per 10-partition job
 
 # The whole-process baseline: a bare Python process looping over the file.
 _BARE = "import sys\nwith open(sys.argv[1], encoding='utf-8', errors='replace') as f:\n    for line in f: pass\n"
