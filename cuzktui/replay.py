@@ -4,14 +4,17 @@ A replay opens on the loaded whole (the full waterfall, like a viewer opening a 
 starts again from the beginning and moves a time cursor forward at ``speed`` × real time,
 feeding the events up to the cursor through a fresh :class:`SessionModel` — exactly the path
 live events take, so every screen works unchanged.
+
+No event is kept: the load models the source as it reads it (:class:`session.SessionReading`), and
+playing (or seeking back) reads it again from the start, lazily, up to the cursor. A week of log
+costs its model in memory, not a million event objects.
 """
 
 from __future__ import annotations
 
 import asyncio
-import bisect
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,19 +23,9 @@ from .config import ConfigError, load_config
 from .controller import ControllerError, Identity, ReadOnlyControls, ReplayClock
 from .local import LocalQueries
 from .model import SessionModel
-from .session import Progress, SessionSource, SourceError, read_session, resolve_source
+from .session import Progress, SessionReading, SessionSource, SourceError, resolve_source
 from .session_layout import config_versions
 from .units import format_size
-
-
-def load_events(source: SessionSource, progress: Progress | None = None) -> list[tuple[float, ev.Event]]:
-    """Every event of a session directory or raw log with its time, in replay order (the one reader)."""
-    try:
-        return read_session(source, progress=progress).events
-    except SourceError as error:
-        raise ControllerError(str(error)) from error
-    except OSError as error:
-        raise ControllerError(f"{source.path}: {error.strerror or error}") from error
 
 
 def progress_bar(done: int, total: int, width: int = 30) -> str:
@@ -62,10 +55,13 @@ class ReplayController(ReadOnlyControls, LocalQueries):
         self.speed = 10.0
         self.playing = False
         self._clock = clock
-        self._events: list[tuple[float, ev.Event]] = []
         self._loaded = False
-        self._times: list[float] = []
-        self._fed = 0  # events of self._events already applied to self.model
+        self._span: tuple[float, float] | None = None
+        # The pass that feeds self.model: the events still to read, the one read past the cursor, and
+        # the time of the last one applied (a seek before it starts a new pass).
+        self._stream: Iterator[tuple[float, ev.Event]] = iter(())
+        self._pending: tuple[float, ev.Event] | None = None
+        self._fed_t: float | None = None
         self._wall_at_cursor: float | None = None
 
     @property
@@ -73,48 +69,71 @@ class ReplayController(ReadOnlyControls, LocalQueries):
         return Identity("replay", f"replay of {self.source}", self._directory)
 
     def load(self, progress: Progress | None = None) -> None:
-        """Read the source now (ControllerError when it is neither a session nor a daemon log), so
-        a command line can refuse a bad file before the TUI opens, showing ``progress`` meanwhile;
+        """Read and model the source now (ControllerError when it is neither a session nor a daemon log),
+        so a command line can refuse a bad file before the TUI opens, showing ``progress`` meanwhile;
         ``start`` then reuses it."""
-        self._events = self._read(progress)
-        self._loaded = True
+        self._take(self._read_whole(progress))
 
-    def _read(self, progress: Progress | None = None) -> list[tuple[float, ev.Event]]:
+    def _reading(self, progress: Progress | None = None) -> SessionReading:
         if self._resolved is None:
             raise ControllerError(self._refusal)
-        return load_events(self._resolved, progress)
+        return SessionReading(self._resolved, progress=progress)
+
+    def _read_whole(self, progress: Progress | None = None) -> tuple[SessionModel, tuple[float, float] | None]:
+        """The model of every event of the source and the span of their times (the one reader)."""
+        model = SessionModel(log_source=self._log_source)
+        first: float | None = None
+        t = 0.0
+        try:
+            for t, event in self._reading(progress):
+                if first is None:
+                    first = t
+                model.apply(event)
+        except SourceError as error:
+            raise ControllerError(str(error)) from error
+        except OSError as error:
+            raise ControllerError(f"{self.source}: {error.strerror or error}") from error
+        return model, None if first is None else (first, t)
+
+    def _take(self, loaded: tuple[SessionModel, tuple[float, float] | None]) -> None:
+        self.model, self._span = loaded
+        self._stream, self._pending = iter(()), None
+        self._fed_t = self._span[1] if self._span is not None else None
+        self._loaded = True
 
     async def start(self) -> None:
         if not self._loaded:
-            self._events = await asyncio.to_thread(self._read)
-            self._loaded = True
-        self._times = [t for t, _ in self._events]
-        self._rebuild(len(self._events))
-        self.cursor_t = self._times[-1] if self._times else None
+            self._take(await asyncio.to_thread(self._read_whole))
+        self.cursor_t = self._span[1] if self._span is not None else None
 
-    def _rebuild(self, upto: int) -> None:
+    def _restart(self) -> None:
+        """A fresh model and a new pass over the source from its start."""
         self.model = SessionModel(log_source=self._log_source)
-        self._fed = 0
-        self._feed(upto)
+        self._stream, self._pending, self._fed_t = iter(self._reading()), None, None
 
-    def _feed(self, upto: int) -> bool:
+    def _feed_until(self, t: float) -> bool:
+        """Apply the events placed at or before ``t`` (whether the model changed)."""
         changed = False
-        for _, event in self._events[self._fed : upto]:
-            changed = self.model.apply(event) or changed
-        self._fed = max(self._fed, upto)
-        return changed
+        while True:
+            item = self._pending if self._pending is not None else next(self._stream, None)
+            if item is None:
+                return changed
+            if item[0] > t:
+                self._pending = item
+                return changed
+            self._pending = None
+            changed = self.model.apply(item[1]) or changed
+            self._fed_t = item[0]
 
     @property
     def span(self) -> tuple[float, float] | None:
-        return (self._times[0], self._times[-1]) if self._times else None
+        return self._span
 
     def seek(self, t: float) -> None:
         """Show the session as it was at time ``t``."""
-        upto = bisect.bisect_right(self._times, t)
-        if upto < self._fed:
-            self._rebuild(upto)
-        else:
-            self._feed(upto)
+        if self._fed_t is not None and t < self._fed_t:
+            self._restart()
+        self._feed_until(t)
         self.cursor_t = t
         self._wall_at_cursor = self._clock()
 
@@ -142,7 +161,7 @@ class ReplayController(ReadOnlyControls, LocalQueries):
         target = min(span[1], self.cursor_t + (now - self._wall_at_cursor) * self.speed)
         self.cursor_t = target
         self._wall_at_cursor = now
-        changed = self._feed(bisect.bisect_right(self._times, target))
+        changed = self._feed_until(target)
         if target >= span[1]:
             self.playing = False
         return changed

@@ -458,51 +458,77 @@ Progress = Callable[[int, int], None]
 _PROGRESS_EVERY: Final = 4096  # events between two progress calls (a few MB of a busy log)
 
 
-def read_session(source: SessionSource, details: bool = True, progress: Progress | None = None) -> RecordedSession:
-    """Read a session or a bare log once; OSError propagates, SourceError when it is neither.
-    ``progress`` is called as the log is read, last with the whole size.
+class SessionReading:
+    """One lazy pass over a source's events (iterate it once): replay, export and report model the events
+    as they come and keep none of them, so a week of log costs its model, not every event object.
 
-    A bare log has no supervisor to say how its daemon ended: a log cut mid-line (the daemon died
-    while writing) or one that ends on the fatal ``Error:`` report becomes a DaemonExited at its end.
+    ``log_lines`` and ``damage`` are complete once the iteration ends. A bare log has no supervisor to
+    say how its daemon ended: a log cut mid-line (the daemon died while writing) or one that ends on the
+    fatal ``Error:`` report yields a DaemonExited at its end; one with no daemon line at all raises
+    SourceError when the iteration ends. ``progress`` is called as the log is read, last with the whole size.
     """
-    follower = SessionFollower(
-        source.directory or source.log_path.parent,
-        log_path=source.log_path,
-        observed=not source.bare_log,
-        skip_inert=True,
-        details=details,
-    )
-    events: list[_Keyed] = []
-    fatal: str | None = None
-    recognised = False
-    log = follower.log
-    total = _size(source.log_path)
-    for key, event in follower.iter_keyed(final=True):
-        if progress is not None and len(events) % _PROGRESS_EVERY == 0:
-            progress(min(log.offset, total), total)
-        if type(event) is ev.PlainLine:  # text no daemon line (a damaged line, a panic's prose)
-            continue
-        recognised = True
-        if isinstance(event, ev.FatalErrorLine):
-            fatal = event.context
-        events.append((key, event))
-    if progress is not None:
-        progress(total, total)
-    if source.bare_log:
-        if not recognised:
+
+    def __init__(self, source: SessionSource, details: bool = True, progress: Progress | None = None) -> None:
+        self.source = source
+        self._follower = SessionFollower(
+            source.directory or source.log_path.parent,
+            log_path=source.log_path,
+            observed=not source.bare_log,
+            skip_inert=True,
+            details=details,
+        )
+        self._progress = progress
+
+    @property
+    def log_lines(self) -> int:
+        return self._follower.log.lines
+
+    @property
+    def damage(self) -> str | None:
+        return self._follower.damage
+
+    def __iter__(self) -> Iterator[_Keyed]:
+        source, progress, log = self.source, self._progress, self._follower.log
+        total = _size(source.log_path)
+        fatal: str | None = None
+        last: _Keyed | None = None
+        count = 0
+        for keyed in self._follower.iter_keyed(final=True):
+            if progress is not None and count % _PROGRESS_EVERY == 0:
+                progress(min(log.offset, total), total)
+            event = keyed[1]
+            if type(event) is ev.PlainLine:  # text no daemon line (a damaged line, a panic's prose)
+                continue
+            count += 1
+            if isinstance(event, ev.FatalErrorLine):
+                fatal = event.context
+            last = keyed
+            yield keyed
+        if progress is not None:
+            progress(total, total)
+        if not source.bare_log:
+            return
+        if last is None:
             raise SourceError(
                 f"{source.path}: not a daemon log or a session directory (no line of it is one the daemon writes)"
             )
-        end = events[-1][0]
         if log.cut_mid_line or fatal is not None:
+            end = last[0]
             evidence = (
                 "the log ends mid-line: the daemon stopped while writing it"
                 if log.cut_mid_line
                 else "the log ends on the daemon's fatal Error: report"
             )
             cause: ev.ExitCause = "error" if fatal is not None else "unknown"
-            events.append((end, ev.DaemonExited(end, None, None, None, cause, (evidence,), fatal)))
-    return RecordedSession(source, events, log.lines, follower.damage)
+            yield end, ev.DaemonExited(end, None, None, None, cause, (evidence,), fatal)
+
+
+def read_session(source: SessionSource, details: bool = True, progress: Progress | None = None) -> RecordedSession:
+    """Read a session or a bare log once into a list (see :class:`SessionReading`); OSError propagates,
+    SourceError when it is neither."""
+    reading = SessionReading(source, details, progress)
+    events = list(reading)
+    return RecordedSession(source, events, reading.log_lines, reading.damage)
 
 
 def _size(path: Path) -> int:
@@ -585,16 +611,32 @@ def list_sessions(root: Path | str | None = None) -> list[SessionInfo]:
 ALL_JOBS: Final = 10_000_000
 
 
+@dataclass(slots=True)
+class LoadedSession:
+    """What a post-mortem reader keeps of a source besides its model: the observed events (export
+    draws their counters and marks), the log's size in lines, and where events.jsonl is damaged."""
+
+    source: SessionSource
+    observed: list[ev.ObservedEvent]
+    log_lines: int
+    damage: str | None = None
+
+
 def load_session(
-    path: Path | str, max_jobs: int = ALL_JOBS, details: bool = True
-) -> tuple[RecordedSession, SessionModel]:
+    path: Path | str, max_jobs: int = ALL_JOBS, details: bool = True, progress: Progress | None = None
+) -> tuple[LoadedSession, SessionModel]:
     """Resolve, read once and model ``SESSION_OR_LOG``: what replay, export and report all start from.
+    The events are modelled as they are read and not kept (only the observed ones, a small share).
     ``details`` False leaves out the per-partition timing lines (the report shows none of them)."""
-    recorded = read_session(resolve_source(path), details)
-    source = recorded.source
-    model = model_of(
-        (event for _, event in recorded.events),
-        log_source=str(source.log_path) if source.bare_log else None,
-        max_jobs=max_jobs,
-    )
-    return recorded, model
+    source = resolve_source(path)
+    reading = SessionReading(source, details, progress)
+    observed: list[ev.ObservedEvent] = []
+
+    def modelled() -> Iterator[ev.Event]:
+        for _, event in reading:
+            if ev.is_observed(event):
+                observed.append(event)
+            yield event
+
+    model = model_of(modelled(), log_source=str(source.log_path) if source.bare_log else None, max_jobs=max_jobs)
+    return LoadedSession(source, observed, reading.log_lines, reading.damage), model

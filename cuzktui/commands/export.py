@@ -10,7 +10,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..events import is_observed
 from ..export import write_chrome_trace
 from ..session import SourceError, load_session
 
@@ -30,7 +29,7 @@ def run_export(args: argparse.Namespace) -> int:
         return _fail(f"{exc.filename or source}: cannot read: {exc.strerror or exc}")
     if recorded.damage:
         print(f"cuzk-tui export: {recorded.damage}", file=sys.stderr)
-    observed = [event for _, event in recorded.events if is_observed(event)]
+    observed = recorded.observed
     try:
         count = write_chrome_trace(output, model.timeline, observed)
     except OSError as exc:
