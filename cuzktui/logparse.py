@@ -63,6 +63,10 @@ _KEY_RE: Final = re.compile(r" ([A-Za-z_][\w.]*)=")
 _ESCAPE_RE: Final = re.compile(r"\\(u\{[0-9a-fA-F]{1,6}\}|.)", re.DOTALL)
 _SIMPLE_ESCAPES: Final = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", '"': '"', "'": "'"}
 _LEVELS: Final = frozenset({"TRACE", "DEBUG", "INFO", "WARN", "ERROR"})
+# A whitespace-separated ``key=digits`` token of a C++ timing line (``key=digits`` + ``ms`` for
+# CUZK_NTT_H); a token with any other value is no figure. One C-level scan finds them all.
+_TIMING_VALUE_RE: Final = re.compile(r"(?<!\S)([^\s=]*)=([0-9]+)(?!\S)")
+_NTT_VALUE_RE: Final = re.compile(r"(?<!\S)([^\s=]*)=([0-9]+)ms(?!\S)")
 _TS_PREFIX_RE: Final = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)\Z")
 # "YYYY-MM-DDTHH:MM:SS.ffffffZ" then one space then the 5-character level.
 _TS_LEN: Final = 27
@@ -123,12 +127,7 @@ def _parse_timeline(line: str) -> LogEvent:
 
 def _parse_cuzk_timing(line: str) -> LogEvent:
     text = line[len("CUZK_TIMING:") :].strip()
-    values: dict[str, int] = {}
-    for token in text.split():
-        key, sep, value = token.partition("=")
-        number = _uint(value) if sep else None
-        if number is not None:
-            values[key] = number
+    values = {key: int(value) for key, value in _TIMING_VALUE_RE.findall(text)}
     gpu: int | None = None
     # "... on gpu G": the only lines that name the GPU ordinal. gpu_tid is a thread index
     # inside one prove call (§4.4), not a GPU, so it stays in ``values``.
@@ -140,12 +139,7 @@ def _parse_cuzk_timing(line: str) -> LogEvent:
 
 def _parse_ntt_h(line: str) -> LogEvent:
     """``CUZK_NTT_H: d_b_alloc=3ms ntt_kernels=41ms … total=97ms`` (groth16_ntt_h.cu): values end in ``ms``."""
-    values: dict[str, int] = {}
-    for token in line[len("CUZK_NTT_H:") :].split():
-        key, sep, value = token.partition("=")
-        number = _uint(value[:-2]) if sep and value.endswith("ms") else None
-        if number is not None:
-            values[key] = number
+    values = {key: int(value) for key, value in _NTT_VALUE_RE.findall(line[len("CUZK_NTT_H:") :])}
     return NttTiming(values) if values else PlainLine(line)
 
 
@@ -226,7 +220,13 @@ def _split_fields(text: str, keys: frozenset[str] | None = None) -> tuple[str, d
     """
     parts = _KEY_RE.split(text)
     message = parts[0]
-    fields: dict[str, str] = {}
+    if keys is None and '"' not in text:
+        # The common line: no Debug string, so every candidate is a boundary unless its key repeats;
+        # with no repeat the pairs are the fields as they stand (one dict build, no loop in Python).
+        fields = dict(zip(parts[1::2], parts[2::2], strict=True))
+        if 2 * len(fields) == len(parts) - 1:
+            return message, fields
+    fields = {}
     key: str | None = None
     value = ""
     in_quote = False  # the value so far opens a Debug string that has not closed yet
