@@ -17,10 +17,7 @@ from cuzktui.report import build_report
 from cuzktui.session import ALL_JOBS, SessionReading, load_session, resolve_source
 from engine.jobs import Status
 from engine.tracing import Logger
-from tests.engine.engine_harness import Captured
-from tests.engine.test_engine_tracker import Factory, make_engine, porep, post
-
-__all__ = ["make_engine"]  # the fixture
+from tests.engine.engine_harness import Captured, Factory, porep, post
 
 
 @pytest.mark.parametrize("colour", [False, True], ids=["plain", "ansi"])
