@@ -7,7 +7,6 @@ import json
 import sys
 from typing import Any
 
-from ..config import ConfigError, load_config
 from ..planner import memcheck_for
 from ..system import memprobe
 from ..units import format_size
@@ -16,6 +15,10 @@ from ..units import format_size
 def run_memcheck(args: argparse.Namespace) -> int:
     config: dict[str, Any] = {}
     if getattr(args, "config", None):
+        # Imported here: without --config memcheck needs no TOML writer (tomlkit), so it runs on a
+        # GPU box's bare python3 with the repository on PYTHONPATH (tests/test_gpu_multi.py).
+        from ..config import ConfigError, load_config
+
         try:
             config = load_config(args.config).effective()
         except ConfigError as exc:
