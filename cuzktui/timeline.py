@@ -382,7 +382,7 @@ class Timeline:
     def _on_log_record(self, event: LogRecord) -> bool:
         if event.message in _SYNTH_COMPLETE:
             return self._on_synth_complete(event)
-        if event.message != M.PIPELINE_WORKER_STARTED:
+        if event.message not in _WORKER_STARTED:
             return False
         worker, gpu = event.fields.get("worker_id", ""), event.fields.get("gpu", "")
         if not (worker.isascii() and worker.isdigit() and gpu.isascii() and gpu.isdigit()):
@@ -846,6 +846,14 @@ class Timeline:
             return start or 0.0
         return now
 
+    def worker_gpu(self, worker: int) -> int | None:
+        """The ordinal of the GPU a worker proves on, from its start line; None before that line.
+
+        engine.rs numbers workers across GPUs (``gpu_workers_per_device`` per GPU, in ``gpus.devices``
+        order) and only the start lines name the ordinal; a restart with other devices re-maps them.
+        """
+        return self._worker_gpu.get(worker)
+
     def lanes(self, start: float | None = None, end: float | None = None) -> dict[int, list[LaneEntry]]:
         """Per worker id, the lane entries overlapping [start, end], ordered by start."""
         result: dict[int, list[LaneEntry]] = {}
@@ -975,6 +983,8 @@ _HANDLERS: Final[dict[type[Any], Callable[[Timeline, Any], bool]]] = {
 # engine.rs: the dispatcher's failures between dequeue and the first synthesis (no job id).
 _PARSE_FAILURES: Final = frozenset({M.C1_PARSE_FAILED, "Phase 7: C1 parse task panicked", M.SNAP_PARSE_FAILED})
 _SYNTH_COMPLETE: Final = frozenset({M.PARTITION_SYNTH_COMPLETE, M.SNAP_PARTITION_SYNTH_COMPLETE})
+# engine.rs start(): each GPU worker's first line, with its worker_id and gpu (ordinal).
+_WORKER_STARTED: Final = frozenset({M.PIPELINE_WORKER_STARTED, M.MONO_WORKER_STARTED})
 
 
 def _field_from_spans(record: LogRecord, key: str) -> str | None:

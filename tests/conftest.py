@@ -78,8 +78,9 @@ def alive(pid: int) -> bool:
     return True
 
 
-def fast_engine_config(socket_dir: Path) -> str:
-    """A whole engine config, fast and small enough for UI tests, with explicit addresses and budget."""
+def fast_engine_config(socket_dir: Path, gpus: int = 1) -> str:
+    """A whole engine config, fast and small enough for UI tests, with explicit addresses and budget,
+    emulating ``gpus`` GPUs (each with the default ``gpu_workers_per_device``, 2)."""
     from cuzktui.supervisor import free_loopback_port
 
     return (
@@ -91,7 +92,7 @@ def fast_engine_config(socket_dir: Path) -> str:
         "[engine]\n"
         "time_scale = 0.0005\n"
         "memory_scale = 0.0000152587890625\n"  # 1/65536
-        "gpus = 1\n"
+        f"gpus = {gpus}\n"
     )
 
 

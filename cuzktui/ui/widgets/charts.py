@@ -214,10 +214,11 @@ class Chart(Widget):
         text = Text("\n").join(legend)
         text.append("\n")
         plot_height = height - len(legend)
-        if width >= 12 and plot_height >= 3 and any(line.points for line in spec.lines):
-            text.append_text(self._plot(spec, palette, width, plot_height))
-        else:
+        if not any(line.points for line in spec.lines):
             text.append(spec.empty, style="dim")
+        elif width >= 12 and plot_height >= 3:
+            text.append_text(self._plot(spec, palette, width, plot_height))
+        # else: no room for a plot (several GPUs on a small terminal); the legend holds the figures
         return text
 
     def _legend(self, spec: ChartSpec, palette: Palette, width: int) -> list[Text]:

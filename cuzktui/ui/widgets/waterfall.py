@@ -7,7 +7,7 @@ view (zoom, pan, width, theme, mode) or the selection changes. Line 0 is a stick
 Two views of the same :class:`~cuzktui.timeline.Timeline`:
 
 * partitions: per daemon run (a restart is a separator row), per job, one row per partition;
-* lanes: one row per GPU worker, showing which partition it proves and where it idles.
+* lanes: one row per GPU worker, grouped by GPU, showing which partition it proves and where it idles.
 
 The time axis follows "now" until the user pans; zoom is seconds per column, and until the
 user zooms the whole session is fitted to the width. Live, the window moves in steps, never
@@ -34,7 +34,7 @@ from textual.strip import Strip
 
 from ...figures import session_origin, timeline_now
 from ...model import SessionModel
-from ...timeline import Job, Partition, Segment, run_number
+from ...timeline import Job, Partition, Segment, Timeline, run_number
 from ...units import format_duration
 from ..theme import Palette
 from .charts import changed_span, stepped_length
@@ -98,6 +98,17 @@ def lane_intervals(model: SessionModel, worker: int, start: float, end: float) -
             stop = timeline.open_end(job, now) if job is not None else entry.start
         result.append((entry.start, stop, f"{short_job(entry.job_id)}/p{entry.partition}"))
     return result
+
+
+def lane_order(timeline: Timeline) -> list[int]:
+    """The workers with lanes, grouped by the GPU they prove on (by ordinal), those of no known GPU last."""
+    gpus = {w: timeline.worker_gpu(w) for w in timeline.lanes()}
+    return sorted(gpus, key=lambda w: (gpus[w] is None, gpus[w] or 0, w))
+
+
+def lane_label(timeline: Timeline, worker: int) -> str:
+    gpu = timeline.worker_gpu(worker)
+    return f"worker {worker}" if gpu is None else f"GPU{gpu} worker {worker}"
 
 
 def short_job(job_id: str) -> str:
@@ -200,8 +211,7 @@ class WaterfallView(ScrollView, can_focus=True):
     def _build_rows(self, model: SessionModel) -> list[Row]:
         timeline = model.timeline
         if self.lanes:
-            workers = sorted(timeline.lanes())
-            return [Row("lane", f"worker {w}", worker=w) for w in workers]
+            return [Row("lane", lane_label(timeline, w), worker=w) for w in lane_order(timeline)]
         rows: list[Row] = []
         by_segment: dict[int, list[Job]] = {}
         for job in timeline.jobs():
@@ -556,8 +566,9 @@ def lane_detail(model: SessionModel, worker: int, window: tuple[float, float]) -
     gaps = timeline.idle_gaps(worker, start, end, min_gap_s=max(1.0, (end - start) / 100))
     idle = sum(b - a for a, b in gaps)
     origin = session_origin(timeline, start)
+    gpu = timeline.worker_gpu(worker)
     parts: list[str | tuple[str, str]] = [
-        (f"GPU worker {worker}", "bold"),
+        (f"GPU worker {worker}" + ("" if gpu is None else f" on GPU{gpu}"), "bold"),
         f"  busy {busy:.0%} of the shown {format_duration(end - start)}",
         f" · idle {format_duration(idle)} in {len(gaps)} gap(s)\n",
     ]
