@@ -206,6 +206,9 @@ class SessionModel:
         self.notices: deque[ev.Notice] = deque(maxlen=NOTICE_CAPACITY)
         self.oom_kills: list[float] = []
         self.configs: list[ev.ConfigApplied] = []
+        # When each benchmark started and finished: a daemon stopped across one was handed over to
+        # its runner or back (the waterfall's separators say so: waterfall_layout.run_boundary).
+        self.bench_edges: list[float] = []
         self.first_t: float | None = None
         self.last_t: float | None = None
         # One counter per area so each widget redraws only when its own data moved.
@@ -276,6 +279,7 @@ class SessionModel:
             return self._apply_bench(event)
         if isinstance(event, ev.BenchFinished):
             self._observe_time(event.t)
+            self.bench_edges.append(event.t)
             if self.bench is None or self.bench.bench_id != event.bench_id:
                 return False
             self.bench.finished = event
@@ -394,6 +398,7 @@ class SessionModel:
 
     def _apply_bench(self, event: ev.BenchStarted | ev.ProofSubmitted | ev.ProofFinished | ev.BenchRestart) -> bool:
         if isinstance(event, ev.BenchStarted):
+            self.bench_edges.append(event.t)
             self.bench = BenchState(
                 event.bench_id, event.kind, event.count, event.concurrency, event.oom_retries, event.t,
                 time_scale=event.time_scale,

@@ -316,7 +316,8 @@ async def test_waterfall_groups_partitions_by_job_and_marks_the_restart(events: 
         kinds = [row.kind for row in rows]
         assert kinds[:5] == ["job", "partition", "partition", "partition", "partition"]
         separators = [row for row in rows if row.kind == "segment"]
-        assert [row.label for row in separators] == ["daemon run 2 (restart)"]
+        # Named by why run 1 ended, and (an OOM kill) drawn as a failure.
+        assert [(row.label, row.failure) for row in separators] == [("daemon run 2 · OOM kill", True)]
         jobs = [(row.label, row.job.status) for row in rows if row.kind == "job" and row.job is not None]
         assert ("porep-1000-3", "incomplete") in jobs and ("porep-1000-3", "completed") in jobs
 
@@ -367,6 +368,64 @@ async def test_waterfall_zoom_and_pan_stop_following_until_end(events: list[Time
         assert view.follow and view.window() == zoomed
         await pilot.press("0")
         assert view.window() == fitted
+
+
+async def test_live_follow_keeps_the_newest_jobs_in_view_until_the_user_scrolls_up(events: list[Timed]) -> None:
+    model = build_model(events, until=60)
+    app = make_app(FakeController(model))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await pilot.pause()
+        view = app.screen.query_one(WaterfallView)
+        assert len(view.rows) < view.size.height  # one job so far: everything fits
+
+        def newest_visible() -> bool:
+            return int(view.scroll_y) + view.size.height - 1 >= len(view.rows)
+
+        for t, event in events:
+            if T0 + 60 < t <= T0 + 200:
+                model.apply(event)
+        app.refresh_visible()
+        await pilot.pause()
+        assert len(view.rows) > view.size.height and view.scroll_y > 0 and newest_visible()
+        await pilot.press("home", "pageup", "pageup")  # the operator reads the first jobs
+        await pilot.pause()
+        assert view.scroll_y == 0
+        for t, event in events:
+            if t > T0 + 200:
+                model.apply(event)
+        app.refresh_visible()
+        await pilot.pause()
+        assert view.scroll_y == 0  # not yanked away from what they read
+        await pilot.press("end")
+        await pilot.pause()
+        assert view.follow and newest_visible()
+
+
+async def test_the_time_axis_stays_within_the_session(events: list[Timed]) -> None:
+    app = make_app(FakeController(build_model(events)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        view = app.screen.query_one(WaterfallView)
+        span = view._model.timeline.time_span() if view._model is not None else None
+        assert span is not None
+        # Zoomed in once at the start of the session, live: the window must not reach before it.
+        await pilot.press(*["plus"] * 3)
+        live = view.window()
+        assert live is not None
+        await pilot.press(*["left"] * 40)  # far past the first event
+        window = view.window()
+        assert window is not None and window[0] == span[0] and not view.follow
+        assert window[1] - window[0] == pytest.approx(live[1] - live[0])
+        axis = view.render_line(0).text
+        assert "-" not in axis.split(")", 1)[1] and "╵0s" in axis
+        await pilot.press("right")  # one step back is one step, not 39 presses undoing the overshoot
+        moved = view.window()
+        assert moved is not None and moved[0] > span[0]
+        await pilot.press(*["right"] * 40)
+        assert view.follow and view.window() == live
 
 
 async def test_waterfall_strips_are_cached_until_the_timeline_moves(events: list[Timed]) -> None:

@@ -32,9 +32,29 @@ def pressing(*keys: str) -> Callable[[Pilot[None]], object]:
     return run_before
 
 
-@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
-def test_dashboard(snap_compare: SnapCompare, events: list[Timed], size: tuple[int, int]) -> None:
-    assert snap_compare(app_for(events), terminal_size=size, run_before=pressing())
+def test_dashboard(snap_compare: SnapCompare, events: list[Timed]) -> None:
+    assert snap_compare(app_for(events), terminal_size=(120, 40), run_before=pressing())
+
+
+# The four screens an operator tunes with, on the terminals they are used in: 80x24 in every one of
+# them; truecolor dark, a 16-colour tmux (TERM=screen), NO_COLOR, and the light theme (whose charts
+# and bars paint their own background in a dark terminal).
+SCREEN_KEYS = {"dashboard": "1", "waterfall": "2", "knobs": "3", "bench": "4"}
+TERMINALS = ["dark", "16-colours", "no-color", "light"]
+
+
+@pytest.mark.parametrize("terminal", TERMINALS)
+@pytest.mark.parametrize("screen", list(SCREEN_KEYS))
+def test_at_80x24(
+    snap_compare: SnapCompare, events: list[Timed], monkeypatch: pytest.MonkeyPatch, screen: str, terminal: str
+) -> None:
+    if terminal == "16-colours":
+        monkeypatch.setenv("TERM", "screen")
+        monkeypatch.delenv("COLORTERM")
+    elif terminal == "no-color":
+        monkeypatch.setenv("NO_COLOR", "1")
+    app = app_for(events, theme="cuzk-light") if terminal == "light" else app_for(events)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=pressing(SCREEN_KEYS[screen]))
 
 
 def test_dashboard_after_an_oom_kill(snap_compare: SnapCompare, events: list[Timed]) -> None:

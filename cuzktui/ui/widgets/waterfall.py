@@ -36,6 +36,7 @@ from ...figures import session_origin, timeline_now
 from ...model import SessionModel
 from ...timeline import Job, Partition, Segment, Timeline, run_number
 from ...units import format_duration
+from ...waterfall_layout import clamp_window, column_owners, run_boundary
 from ..theme import Palette
 from .charts import changed_span, stepped_length
 
@@ -62,6 +63,7 @@ class Row:
     job: Job | None = None
     partition: Partition | None = None
     worker: int | None = None
+    failure: bool = False  # a separator after a run that failed (an OOM kill, a crash)
 
 
 def phase_intervals(p: Partition, stop: float | None) -> list[Interval]:
@@ -114,18 +116,6 @@ def lane_label(timeline: Timeline, worker: int) -> str:
 def short_job(job_id: str) -> str:
     """The distinguishing tail of a job id (``porep-1000-17`` → ``17``), to fit inside a bar."""
     return job_id.rsplit("-", 1)[-1]
-
-
-def dominant(intervals: Sequence[tuple[float, float, str]], a: float, b: float) -> int | None:
-    """Index of the interval covering most of [a, b), or None when none touches it."""
-    best, best_overlap = None, 0.0
-    for i, (s, e, _) in enumerate(intervals):
-        overlap = min(e, b) - max(s, a)
-        if overlap > best_overlap:
-            best, best_overlap = i, overlap
-        elif best is None and s == e and a <= s < b:
-            best = i  # an instant phase (e.g. a 0 ms pickup) still shows when nothing else does
-    return best
 
 
 class WaterfallView(ScrollView, can_focus=True):
@@ -195,7 +185,9 @@ class WaterfallView(ScrollView, can_focus=True):
             else:
                 self.virtual_size = virtual
             if self.follow and at_bottom:
-                self.scroll_end(animate=False, immediate=True)
+                # Live, the newest jobs stay in view. force: the scrollbar this growth needs is not
+                # laid out yet, and without it Textual refuses to scroll.
+                self.scroll_end(animate=False, immediate=True, force=True)
         self._repaint_changed()
 
     def _repaint_changed(self) -> None:
@@ -219,7 +211,10 @@ class WaterfallView(ScrollView, can_focus=True):
         for segment in timeline.segments:
             jobs = by_segment.get(segment.index, [])
             if segment.index > 0:
-                rows.append(Row("segment", f"daemon run {run_number(segment.index)} (restart)", segment=segment))
+                boundary = run_boundary(model, segment.index)
+                dot = "-" if self.ascii_only else "·"
+                label = f"daemon run {run_number(segment.index)} {dot} {boundary.label}"
+                rows.append(Row("segment", label, segment=segment, failure=boundary.failure))
             for job in jobs:
                 rows.append(Row("job", job.job_id, segment=segment, job=job))
                 for index in sorted(job.partitions):
@@ -239,29 +234,33 @@ class WaterfallView(ScrollView, can_focus=True):
         return max(10, min(24, self.size.width // 4))
 
     def window(self) -> tuple[float, float] | None:
-        """The time range shown, [start, end], following now unless the user panned."""
+        """The time range shown, [start, end], following now unless the user panned; always within the
+        session (waterfall_layout.clamp_window)."""
+        windows = self._windows()
+        return windows[1] if windows is not None else None
+
+    def _windows(self) -> tuple[tuple[float, float], tuple[float, float]] | None:
+        """(the live window, the window shown): they differ once the user panned."""
         model = self._model
         if model is None:
             return None
         span = model.timeline.time_span()
         if span is None:
             return None
+        origin = span[0]
         now = timeline_now(model) or span[1]
         columns = max(1, self.size.width - self.label_width)
-        live = self.follow or self.view_end is None
         if self.seconds_per_column is None:
-            length = stepped_length(now - span[0])
-            if live:
-                return span[0], span[0] + length
-            width = length
+            width = stepped_length(now - origin)
+            live_end = origin + width
         else:
             width = self.seconds_per_column * columns
-            if live:
-                step = width / 4
-                end = span[0] + math.ceil((now - span[0]) / step) * step
-                return end - width, end
-        assert self.view_end is not None
-        return self.view_end - width, self.view_end
+            step = width / 4
+            live_end = origin + math.ceil((now - origin) / step) * step
+        live = clamp_window(live_end - width, live_end, origin, live_end)
+        if self.follow or self.view_end is None:
+            return live, live
+        return live, clamp_window(self.view_end - width, self.view_end, origin, live[1])
 
     # -- actions ---------------------------------------------------------------------------------
 
@@ -301,13 +300,17 @@ class WaterfallView(ScrollView, can_focus=True):
         self.refresh()
 
     def action_pan(self, step: int) -> None:
-        window = self.window()
-        if window is None:
+        windows = self._windows()
+        if windows is None:
             return
-        start, end = window
+        live, (start, end) = windows
         self.view_end = end + step * (end - start) / 4
-        now = timeline_now(self._model) if self._model is not None else None
-        self.follow = now is not None and self.view_end >= now
+        self.follow = False
+        shown = self.window()
+        assert shown is not None
+        # Kept where the session stops it, so a pan back takes effect at once; at the live edge it follows.
+        self.view_end = shown[1]
+        self.follow = shown[1] >= live[1]
         self.refresh()
 
     def action_pan_home(self) -> None:
@@ -321,7 +324,10 @@ class WaterfallView(ScrollView, can_focus=True):
             self.refresh()
 
     def action_follow(self) -> None:
+        """Follow now: the axis to the live edge and the rows to the newest jobs (which later polls keep
+        in view while the view stays at the bottom)."""
         self.follow = True
+        self.scroll_end(animate=False, immediate=True, force=True)
         self.refresh()
 
     def action_toggle_lanes(self) -> None:
@@ -408,8 +414,10 @@ class WaterfallView(ScrollView, can_focus=True):
         timeline = self._model.timeline
         label_style = Style(reverse=True) if selected else Style()
         if row.kind == "segment":
-            style = palette.fg("restart", bold=True)
-            fill = "=" if self.ascii_only else "━"
+            # Only a failed run's separator is coloured as a failure (and drawn heavy): a hand-over or an
+            # applied config is routine.
+            style = palette.fg("restart", bold=True) if row.failure else Style(dim=True, bold=True)
+            fill = ("=" if row.failure else "-") if self.ascii_only else ("━" if row.failure else "─")
             text = f" {row.label} "
             return Strip([RichSegment((fill * 2 + text).ljust(self.size.width, fill), style)], self.size.width)
         if row.kind == "job":
@@ -459,9 +467,9 @@ class WaterfallView(ScrollView, can_focus=True):
         idle_style = palette.fg("lane-idle") if lane else Style()
         previous: int | None = None
         label_left = ""
-        for column in range(columns):
+        owners = column_owners(intervals, start, spc, columns, keep_every=not job_row)
+        for column, hit in enumerate(owners):
             a = start + column * spc
-            hit = dominant(intervals, a, a + spc)
             if hit is None:
                 chars.append(idle_char if lane and (now is None or a < now) else " ")
                 styles.append(idle_style)
