@@ -454,10 +454,13 @@ class StatusSnapshot:
     gpu_workers_busy: int
     gpu_workers_total: int
     partitions_waiting_gpu: int
-    # status.rs counts partitioned jobs only (monolithic and batched work never reaches it, and a
-    # restart zeroes it): a floor for the log's and GetStatus's counts, never the truth on its own.
-    total_completed: int
-    total_failed: int
+    # /status "counters" total_completed / total_failed, kept under names that say whose they are:
+    # status.rs counts partitioned jobs only (monolithic work never reaches it: after 3 monolithic
+    # failures it says 0) and a restart zeroes it. Never the proof counts: those are GetStatus's
+    # (DaemonProofCounts) and the log's. Sessions recorded before the rename call them
+    # total_completed / total_failed (read through _RENAMED_FIELDS).
+    status_json_completed: int
+    status_json_failed: int
     # Per partition, "job_id<TAB>index<TAB>state<TAB>synth_ms<TAB>gpu_ms<TAB>worker" (empty fields: none):
     # recorded only for a daemon watched without its log, whose waterfall is drawn from them.
     partitions: tuple[str, ...] = ()
@@ -466,6 +469,18 @@ class StatusSnapshot:
     # /status "allocations" (status.rs): bytes of SRS and PCE entries held now; None where not reported.
     srs_resident_bytes: int | None = None
     pce_resident_bytes: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonProofCounts:
+    """The running daemon's own proof counts: GetStatus ``total_proofs_completed`` /
+    ``total_proofs_failed`` (cuzk-server service.rs get_status, from engine.rs's job tracker, which
+    every path reaches, monolithic and batched included). A restart zeroes them. Recorded when they
+    change."""
+
+    t: float
+    completed: int
+    failed: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -558,6 +573,7 @@ ObservedEvent = (
     | MemorySample
     | GpuSample
     | StatusSnapshot
+    | DaemonProofCounts
     | BenchStarted
     | ProofSubmitted
     | ProofFinished
@@ -569,6 +585,10 @@ ObservedEvent = (
 Event = LogEvent | ObservedEvent
 
 _OBSERVED: Final[dict[str, type[Any]]] = {cls.__name__: cls for cls in typing.get_args(ObservedEvent)}
+# Fields recorded under another name by earlier versions: type -> {old name: new name}.
+_RENAMED_FIELDS: Final[dict[str, dict[str, str]]] = {
+    "StatusSnapshot": {"total_completed": "status_json_completed", "total_failed": "status_json_failed"},
+}
 
 
 def is_observed(event: Event) -> typing.TypeGuard[ObservedEvent]:
@@ -597,6 +617,9 @@ def from_record(record: Any) -> ObservedEvent:
     cls = _OBSERVED.get(name) if isinstance(name, str) else None
     if cls is None:
         raise RecordError(f"unknown event type {name!r}")
+    renamed = _RENAMED_FIELDS.get(cls.__name__, {})
+    if any(old in record for old in renamed):
+        record = {renamed.get(key, key): value for key, value in record.items()}
     hints = _field_hints(cls)
     kwargs: dict[str, Any] = {}
     for f in dataclasses.fields(cls):

@@ -40,17 +40,18 @@ class ProofCounts(NamedTuple):
 
 def proof_counts(model: SessionModel) -> ProofCounts:
     """Proofs of the whole session: the timeline's counts of the earlier daemon runs plus the
-    current run's (the daemon's /status when it counts more than the log showed, e.g. attached
-    after it started). A restarted daemon's /status starts again from 0: alone it would hide the
-    earlier runs' proofs."""
+    current run's (the daemon's GetStatus counts when they are more than the log showed, e.g.
+    attached after it started). A restarted daemon's counts start again from 0: alone they would
+    hide the earlier runs' proofs. /status's counters never count: they miss monolithic work
+    (status.rs; see StatusSnapshot)."""
     timeline = model.timeline
     segments = timeline.segments
     run_completed = segments[-1].completed if segments else 0
     run_failed = segments[-1].failed if segments else 0
-    status = model.status
-    if status is not None:
-        run_completed = max(run_completed, status.total_completed)
-        run_failed = max(run_failed, status.total_failed)
+    reported, launched_t = model.daemon_counts, model.daemon.launched_t
+    if reported is not None and launched_t is not None and reported.t >= launched_t:
+        run_completed = max(run_completed, reported.completed)
+        run_failed = max(run_failed, reported.failed)
     earlier_completed = timeline.completed - (segments[-1].completed if segments else 0)
     earlier_failed = timeline.failed - (segments[-1].failed if segments else 0)
     return ProofCounts(

@@ -202,6 +202,7 @@ class SessionModel:
         self.budget_used = Series()
         self.gpus: dict[int, GpuState] = {}
         self.status: ev.StatusSnapshot | None = None
+        self.daemon_counts: ev.DaemonProofCounts | None = None  # GetStatus's, the latest
         self.bench: BenchState | None = None
         self.notices: deque[ev.Notice] = deque(maxlen=NOTICE_CAPACITY)
         self.oom_kills: list[float] = []
@@ -262,6 +263,11 @@ class SessionModel:
             self.budget_total.append(event.t, event.budget_total_bytes)
             self.budget_used.append(event.t, event.budget_used_bytes)
             self.memory_version += 1
+            self.daemon_version += 1
+            return True
+        if isinstance(event, ev.DaemonProofCounts):
+            self._observe_time(event.t)
+            self.daemon_counts = event
             self.daemon_version += 1
             return True
         if isinstance(event, ev.DaemonLiveness):

@@ -38,6 +38,7 @@ class DaemonRecorder:
         self._gpu: GpuSampler | None = None
         self._memory: ProcessTreeSampler | None = None
         self._budget: tuple[int | None, int | None] = (None, None)
+        self._counts: tuple[int | None, int, int] | None = None  # the last DaemonProofCounts recorded, by pid
 
     def start(self) -> None:
         self._tasks = [
@@ -103,7 +104,7 @@ class DaemonRecorder:
     # -- on the loop ----------------------------------------------------------------------
 
     async def _poll_daemon(self) -> None:
-        """The daemon's /status (budget, pipeline now) and, without NVML, its reported VRAM."""
+        """The daemon's /status (budget, pipeline now) and GetStatus (its proof counts; without NVML, its VRAM)."""
         while not self._stop.is_set():
             await self._poll_status_once()
             with contextlib.suppress(TimeoutError):
@@ -118,15 +119,23 @@ class DaemonRecorder:
                 if snapshot is not None:
                     self._budget = (snapshot.budget_total_bytes, snapshot.budget_used_bytes)
                     self._record(snapshot)
-        if self._daemon_up() and self._gpu is not None and not self._gpu.available:
-            await self._record_daemon_gpus()
+        if self._daemon_up():
+            await self._poll_get_status()
 
-    async def _record_daemon_gpus(self) -> None:
+    async def _poll_get_status(self) -> None:
         try:
             status = await self.supervisor.client.get_status()
         except (ClientError, SupervisorError):
             return
         t = time.time()
+        # The proof counts: recorded when they change, or when another daemon process answers (a
+        # restart zeroes them, and the model ties them to the run they were read in).
+        counts = (self.supervisor.pid, status.total_proofs_completed, status.total_proofs_failed)
+        if counts != self._counts:
+            self._counts = counts
+            self._record(ev.DaemonProofCounts(t, status.total_proofs_completed, status.total_proofs_failed))
+        if self._gpu is None or self._gpu.available:
+            return
         seen: set[int] = set()
         for gpu in status.gpus:  # one entry per GPU worker: keep one per ordinal
             if gpu.ordinal in seen:

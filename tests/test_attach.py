@@ -54,12 +54,13 @@ def of_type(session: Path, cls: type[ev.Event]) -> list[ev.Event]:
     return [e for e in recorded(session) if isinstance(e, cls)]
 
 
-async def launched_engine(tmp_path: Path) -> LiveController:
-    """A LiveController that launched a fast engine (config ``tmp_path/cuzk.toml``, session
-    ``tmp_path/session``), once the session records it ready; stopped again when it never is."""
+async def launched_engine(tmp_path: Path, more_toml: str = "") -> LiveController:
+    """A LiveController that launched a fast engine (config ``tmp_path/cuzk.toml``, with ``more_toml``
+    after it; session ``tmp_path/session``), once the session records it ready; stopped again when it
+    never is."""
     require_engine()
     config = tmp_path / "cuzk.toml"
-    config.write_text(fast_engine_config(tmp_path))
+    config.write_text(fast_engine_config(tmp_path) + more_toml)
     session = tmp_path / "session"
     controller = LiveController(LiveOptions(program=engine_program(), config_file=config, session_dir=session))
     await controller.start()
@@ -377,3 +378,49 @@ async def test_a_benchmark_left_running_shows_after_re_attaching_with_the_printe
         if proc is not None and proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             proc.wait(60)
+
+
+# -- issue 17 point 2: /status ignores monolithic work ------------------------------------------------
+
+
+async def test_monolithic_failures_are_counted_from_get_status_and_the_log_never_from_status(tmp_path: Path) -> None:
+    from cuzktui.figures import proof_counts
+    from cuzktui.proto import proving_pb2 as pb
+    from cuzktui.report import build_report
+    from cuzktui.session import load_session
+    from cuzktui.ui.widgets.panels import pipeline_content
+    from tests.engine.engine_harness import porep_request
+
+    controller = await launched_engine(tmp_path, "[pipeline]\nenabled = false\n")
+    model = controller.model
+    try:
+        assert controller.supervisor is not None and controller.supervisor.status_url is not None
+        client = controller.supervisor.client
+        for n in range(3):  # an empty C1: the monolithic prover fails each (engine.rs process_monolithic_result)
+            answer = await client.prove(porep_request(f"mono-bad-{n}", payload=b""), timeout=60)
+            assert answer.status == pb.AwaitProofResponse.FAILED
+        await polled_until(
+            controller,
+            lambda: model.daemon_counts is not None and model.daemon_counts.failed == 3,
+            "GetStatus's three failures recorded",
+        )
+        assert model.daemon_counts is not None
+        counted_t = model.daemon_counts.t
+        await polled_until(
+            controller, lambda: model.status is not None and model.status.t > counted_t, "a /status poll after them"
+        )
+        # Upstream's quirk, imitated by the engine: status.rs never saw the monolithic jobs.
+        assert model.status is not None and model.status.status_json_failed == 0
+        assert proof_counts(model).failed == 3
+        assert "0 done · 3 failed" in pipeline_content(model).plain
+    finally:
+        await controller.shutdown(stop_daemon=True)
+    session = tmp_path / "session"
+    records = [json.loads(line) for line in (session / "events.jsonl").read_text().splitlines()]
+    counts = [r for r in records if r["type"] == "DaemonProofCounts"]
+    assert counts and counts[-1]["failed"] == 3 and counts[-1]["completed"] == 0
+    snapshots = [r for r in records if r["type"] == "StatusSnapshot"]
+    assert snapshots and not any("total_failed" in r or "total_completed" in r for r in snapshots)
+    _, replayed = load_session(session)
+    assert proof_counts(replayed).failed == 3
+    assert build_report(replayed, str(session))["counts"]["failed"] == 3

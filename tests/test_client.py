@@ -170,7 +170,7 @@ def test_a_status_document_becomes_a_snapshot() -> None:
     assert snap.synthesizing == 3
     assert (snap.gpu_workers_busy, snap.gpu_workers_total) == (1, 2)
     assert snap.partitions_waiting_gpu == 1
-    assert (snap.total_completed, snap.total_failed) == (5, 1)
+    assert (snap.status_json_completed, snap.status_json_failed) == (5, 1)
     assert snap.uptime_secs == pytest.approx(312.55170412)
 
 

@@ -26,3 +26,16 @@ def test_observed_event_round_trips_through_json() -> None:
 def test_bad_records_are_rejected_with_a_reason(record: object) -> None:
     with pytest.raises(ev.RecordError):
         ev.from_record(record)
+
+
+def test_a_status_snapshot_recorded_before_the_counter_rename_still_reads() -> None:
+    # As sessions recorded before issue 17 wrote it (client.py snapshot_from_status, /status "counters").
+    old = {
+        "type": "StatusSnapshot", "t": 100.0, "uptime_secs": 5.0, "budget_total_bytes": 400, "budget_used_bytes": 40,
+        "synthesizing": 1, "gpu_workers_busy": 0, "gpu_workers_total": 1, "partitions_waiting_gpu": 0,
+        "total_completed": 7, "total_failed": 2,
+    }  # fmt: skip
+    snapshot = ev.from_record(json.loads(json.dumps(old)))
+    assert isinstance(snapshot, ev.StatusSnapshot)
+    assert (snapshot.status_json_completed, snapshot.status_json_failed) == (7, 2)
+    assert "total_failed" not in ev.to_record(snapshot)

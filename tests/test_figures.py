@@ -46,16 +46,26 @@ def test_now_follows_the_model_clock_past_the_last_timeline_event_of_an_anchored
     assert session_origin(model.timeline, 0.0) == T0
 
 
-def test_counts_add_earlier_runs_to_the_current_runs_status_which_restarts_from_zero() -> None:
+def test_counts_add_earlier_runs_to_the_current_runs_get_status_counts_which_restart_from_zero() -> None:
     model = SessionModel()
     one_job(model, T0, "j1")
+    model.apply(ev.DaemonProofCounts(T0 + 50, 7, 2))  # the first run's: gone with its restart
     one_job(model, T0 + 100, "j2")
     counts = proof_counts(model)
-    assert (counts.completed, counts.runs, counts.run_completed) == (2, 2, 1)
-    # The second run's /status has counted three (say, attached late): the session says 1 + 3.
-    model.apply(ev.StatusSnapshot(T0 + 130, 30.0, 0, 0, 0, 0, 1, 0, 3, 1))
+    assert (counts.completed, counts.failed, counts.runs, counts.run_completed) == (2, 0, 2, 1)
+    # The second run's GetStatus has counted three (say, attached late): the session says 1 + 3.
+    model.apply(ev.DaemonProofCounts(T0 + 130, 3, 1))
     counts = proof_counts(model)
     assert (counts.completed, counts.failed, counts.run_completed) == (4, 1, 3)
+
+
+def test_the_status_endpoints_counters_are_never_the_proof_counts() -> None:
+    model = SessionModel()
+    one_job(model, T0, "j1")
+    # status.rs counts partitioned jobs only: what it says, higher or lower, changes nothing.
+    model.apply(ev.StatusSnapshot(T0 + 30, 30.0, 0, 0, 0, 0, 1, 0, 9, 9))
+    counts = proof_counts(model)
+    assert (counts.completed, counts.failed) == (1, 0)
 
 
 def test_the_session_rate_is_over_the_session_when_shorter_than_the_window() -> None:
