@@ -35,6 +35,7 @@ from typing import Any, Final
 from platformdirs import user_state_dir
 
 from . import events as ev
+from .config import ConfigError, load_config
 from .events import Stream
 from .logparse import event_line_starts, is_inert, parse_line
 from .model import SessionModel, model_of
@@ -319,37 +320,66 @@ class LogFollower:
         return self._tail.cut
 
 
+# Every record line starts so (to_record puts the type first; append_event writes compact JSON).
+_RECORD_START: Final = b'{"type":'
+
+
+def _glued_record(raw: bytes) -> ev.ObservedEvent | None:
+    """The record written after a torn one on the same line, if there is one that reads.
+
+    A write cut short (ENOSPC, a file-size limit) leaves a fragment without its newline; the next
+    append then continues that line, so the next whole record follows the fragment."""
+    start = raw.find(_RECORD_START, 1)
+    while start != -1:
+        with contextlib.suppress(ValueError, ev.RecordError):
+            return ev.from_record(json.loads(raw[start:]))
+        start = raw.find(_RECORD_START, start + 1)
+    return None
+
+
 class _EventsReader:
-    """events.jsonl → observed events; the first damaged line becomes a Notice and ends the reading."""
+    """events.jsonl → observed events. A damaged line (a torn write, garbage) is skipped, counted and
+    said in a Notice; a whole record glued after a torn one on its line is recovered; reading goes on."""
 
     def __init__(self, path: Path) -> None:
         self._tail = _Tail(path)
         self._key = 0.0
-        self._damaged = False
-        self.damage: str | None = None  # where and why the reading stopped, for a command's stderr
+        self.damaged = 0  # lines skipped
+        self._first_damage = ""
+
+    @property
+    def damage(self) -> str | None:
+        """How many lines were skipped and where the first was, for a command's stderr (None: none)."""
+        if not self.damaged:
+            return None
+        lines = "1 damaged line" if self.damaged == 1 else f"{self.damaged} damaged lines"
+        return f"{self._tail.path}: {lines} skipped (the first: {self._first_damage}); every other record was read"
 
     def read(self, final: bool) -> Iterator[_Keyed]:
-        if self._damaged:
-            return
         for raw in self._tail.lines(final):
             if not raw.strip():
                 continue
             try:
                 event = ev.from_record(json.loads(raw))
             except (ValueError, ev.RecordError) as error:
-                self._damaged = True
-                self.damage = (
-                    f"{self._tail.path}:{self._tail.line_number}: damaged event record ({error}); reading stops here"
-                )
-                text = (
-                    f"{self._tail.path}: line {self._tail.line_number} is damaged ({error}); "
-                    "events after it were not read"
-                )
-                yield self._key, ev.Notice(t=self._key, level="error", text=text)
-                return
+                yield from self._skip(raw, error)
+                continue
             if event.t > self._key:
                 self._key = event.t
             yield self._key, event
+
+    def _skip(self, raw: bytes, error: Exception) -> Iterator[_Keyed]:
+        line = self._tail.line_number
+        self.damaged += 1
+        if self.damaged == 1:
+            self._first_damage = f"line {line} ({error})"
+        glued = _glued_record(raw)
+        kept = "; the record written after it on that line was kept" if glued is not None else ""
+        text = f"{self._tail.path}: line {line} is damaged ({error}): skipped{kept}"
+        yield self._key, ev.Notice(t=self._key, level="error", text=text)
+        if glued is not None:
+            self._key = max(self._key, glued.t)
+            yield self._key, glued
 
 
 class SessionFollower:
@@ -382,7 +412,7 @@ class SessionFollower:
 
     @property
     def damage(self) -> str | None:
-        """Where events.jsonl is damaged (reading stopped there), if it is."""
+        """How much of events.jsonl was damaged and skipped, if any was."""
         return self._events.damage
 
     def iter_keyed(self, final: bool = False, log_limit: int | None = None) -> Iterator[_Keyed]:
@@ -450,7 +480,30 @@ class RecordedSession:
     source: SessionSource
     events: list[_Keyed]
     log_lines: int
-    damage: str | None = None
+    # What of the session could not be read (damaged event lines, meta.json, config versions), one
+    # line each for a command's stderr; the model has each as a Notice too.
+    damage: tuple[str, ...] = ()
+
+
+def _unreadable_files(directory: Path) -> list[str]:
+    """meta.json and the config versions that do not read, and what is not known without them."""
+    problems: list[str] = []
+    meta_path = directory / META_FILE
+    try:
+        meta = json.loads(meta_path.read_bytes())
+    except FileNotFoundError:
+        meta = {}
+    except (OSError, ValueError) as error:
+        meta = error
+    if not isinstance(meta, dict):
+        why = meta if isinstance(meta, Exception) else f"a JSON {type(meta).__name__}, not an object"
+        problems.append(f"{meta_path}: unreadable ({why}); the session's host, GPU and cgroup facts are not known")
+    for version in config_versions(directory):
+        try:
+            load_config(version)
+        except ConfigError as error:
+            problems.append(f"{error}; the knobs of that daemon run are not known")
+    return problems
 
 
 # A loading reader's progress: (log bytes read, log bytes in all), now and then while it reads.
@@ -477,6 +530,7 @@ class SessionReading:
             skip_inert=True,
             details=details,
         )
+        self._unreadable = _unreadable_files(source.directory) if source.directory is not None else []
         self._progress = progress
 
     @property
@@ -484,8 +538,10 @@ class SessionReading:
         return self._follower.log.lines
 
     @property
-    def damage(self) -> str | None:
-        return self._follower.damage
+    def damage(self) -> tuple[str, ...]:
+        """What could not be read (unreadable meta.json or config versions, damaged event lines)."""
+        damaged_events = self._follower.damage
+        return (*self._unreadable, *([damaged_events] if damaged_events is not None else []))
 
     def __iter__(self) -> Iterator[_Keyed]:
         source, progress, log = self.source, self._progress, self._follower.log
@@ -493,6 +549,7 @@ class SessionReading:
         fatal: str | None = None
         last: _Keyed | None = None
         count = 0
+        unsaid = self._unreadable  # said where the session begins, so a replay shows them from its start
         for keyed in self._follower.iter_keyed(final=True):
             if progress is not None and count % _PROGRESS_EVERY == 0:
                 progress(min(log.offset, total), total)
@@ -502,8 +559,13 @@ class SessionReading:
             count += 1
             if isinstance(event, ev.FatalErrorLine):
                 fatal = event.context
+            for text in unsaid:
+                yield keyed[0], ev.Notice(keyed[0], "error", text)
+            unsaid = []
             last = keyed
             yield keyed
+        for text in unsaid:
+            yield 0.0, ev.Notice(0.0, "error", text)
         if progress is not None:
             progress(total, total)
         if not source.bare_log:
@@ -558,7 +620,7 @@ def _completed_proofs(events_path: Path) -> int:
             try:
                 record = json.loads(raw)
             except ValueError:
-                break
+                continue  # a damaged line (see _EventsReader): the count goes on past it
             if isinstance(record, dict) and record.get("status") == "COMPLETED":
                 count += 1
     return count
@@ -619,7 +681,7 @@ class LoadedSession:
     source: SessionSource
     observed: list[ev.ObservedEvent]
     log_lines: int
-    damage: str | None = None
+    damage: tuple[str, ...] = ()  # as RecordedSession's
 
 
 def load_session(

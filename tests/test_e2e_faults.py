@@ -79,7 +79,7 @@ def test_a_sigkilled_tui_leaves_a_session_that_replays_to_the_kill_and_nothing_t
     os.kill(tui, signal.SIGKILL)
     _wait_gone(tui, "the SIGKILLed TUI")
     recorded = read_session(resolve_source(e2e.session))
-    assert recorded.damage is None, recorded.damage
+    assert recorded.damage == (), recorded.damage
     assert any(isinstance(e, ev.ProofFinished) for _, e in recorded.events)  # what was done by the kill
     # Every line of the event file is whole JSON (one write per event), at most the last one pending.
     lines = (e2e.session / "events.jsonl").read_bytes().split(b"\n")

@@ -153,18 +153,20 @@ def test_export_of_a_raw_log(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert len(x_events(trace)) == 23
 
 
-def test_export_of_a_session_stops_at_a_damaged_event_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_export_of_a_session_skips_a_damaged_event_line_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     session = tmp_path / "session"
     session.mkdir()
     (session / "daemon.log").write_bytes(FIXTURE.read_bytes())
-    good = [json.dumps(to_record(MemorySample(float(t), t * GiB))) for t in (1, 2)]
-    (session / "events.jsonl").write_text("\n".join([*good, '{"type": "MemorySample", "t":', good[0]]) + "\n")
+    good = [json.dumps(to_record(MemorySample(float(t), t * GiB))) for t in (1, 2, 3)]
+    (session / "events.jsonl").write_text("\n".join([*good[:2], '{"type": "MemorySample", "t":', good[2]]) + "\n")
     out = tmp_path / "t.json"
     assert main(["export", str(session), "-o", str(out)]) == 0
     err = capsys.readouterr().err
-    assert f"{session / 'events.jsonl'}:3" in err
+    assert f"{session / 'events.jsonl'}: 1 damaged line skipped (the first: line 3 (" in err
     trace = json.loads(out.read_text())
-    assert [e["ts"] for e in trace["traceEvents"] if e["ph"] == "C"] == [1_000_000, 2_000_000]
+    assert [e["ts"] for e in trace["traceEvents"] if e["ph"] == "C"] == [1_000_000, 2_000_000, 3_000_000]
     assert len(x_events(trace)) == 23
 
 

@@ -288,7 +288,7 @@ async def test_a_full_disk_while_recording_is_said_once_and_the_daemon_is_watche
             "recording resumed, said in the session",
         )
         assert len(list(iter_session_events(session.path))) > recorded
-        assert read_session(resolve_source(session.path)).damage is None
+        assert read_session(resolve_source(session.path)).damage == ()
     finally:
         await controller.shutdown(stop_daemon=True)
         shutil.rmtree(socket_dir, ignore_errors=True)

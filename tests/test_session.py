@@ -108,7 +108,7 @@ def test_log_and_observed_events_are_merged_in_time_order(tmp_path: Path) -> Non
     ]  # fmt: skip
 
 
-def test_a_damaged_event_file_replays_up_to_the_damage_and_says_where(tmp_path: Path) -> None:
+def test_a_damaged_event_line_is_skipped_and_said_and_what_follows_is_read(tmp_path: Path) -> None:
     session = SessionWriter(tmp_path / "s")
     good = [ev.ProofSubmitted(T0 + i, "b", f"porep-1000-{i}", "porep") for i in range(3)]
     for event in good[:2]:
@@ -118,10 +118,76 @@ def test_a_damaged_event_file_replays_up_to_the_damage_and_says_where(tmp_path: 
     session.append_event(good[2])
     replayed = list(iter_session_events(session.path))
     assert replayed[:2] == good[:2]
-    assert len(replayed) == 3
+    assert len(replayed) == 4 and replayed[3] == good[2]
     notice = replayed[2]
     assert isinstance(notice, ev.Notice) and notice.level == "error"
-    assert f"{session.events_path}: line 3 is damaged" in notice.text
+    assert f"{session.events_path}: line 3 is damaged" in notice.text and "skipped" in notice.text
+
+
+def test_a_write_torn_mid_file_is_skipped_counted_and_said_and_nothing_after_it_is_lost(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cuzktui.cli import main
+
+    session = SessionWriter(tmp_path / "s")
+    _append(session.daemon_log_path, STARTED + ASSEMBLED)
+    samples = [ev.MemorySample(T0 + i, (i + 1) << 30) for i in range(6)]
+    for sample in samples[:2]:
+        session.append_event(sample)
+    # ENOSPC cut the third record's write short (no newline); once space was freed, the appends went
+    # on, the next one on the torn record's line.
+    torn = json.dumps(ev.to_record(samples[2]), separators=(",", ":")).encode()
+    with session.events_path.open("ab") as f:
+        f.write(torn[: len(torn) // 2])
+    for sample in samples[3:5]:
+        session.append_event(sample)
+    with session.events_path.open("ab") as f:
+        f.write(b"\x00\x00garbage\n")  # and a line of nothing at all
+    session.append_event(samples[5])
+
+    recorded = read_session(resolve_source(session.path))
+    events = [event for _, event in recorded.events]
+    assert [e for e in events if isinstance(e, ev.MemorySample)] == [*samples[:2], *samples[3:]]
+    notices = [e.text for e in events if isinstance(e, ev.Notice)]
+    assert len(notices) == 2
+    assert f"{session.events_path}: line 3 is damaged" in notices[0] and "record written after it" in notices[0]
+    assert f"{session.events_path}: line 5 is damaged" in notices[1]
+    (damage,) = recorded.damage
+    assert damage.startswith(f"{session.events_path}: 2 damaged lines skipped (the first: line 3 (")
+    assert [e.job_id for e in events if isinstance(e, ev.ProofAssembled)] == ["porep-1000-1"]  # the log too
+
+    assert main(["report", str(session.path), "--json"]) == 0
+    err = capsys.readouterr().err
+    assert f"cuzk-tui report: {damage}" in err.splitlines()
+
+
+def test_an_unreadable_meta_json_or_config_version_is_said_and_the_rest_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cuzktui.cli import main
+
+    session = SessionWriter(tmp_path / "s")
+    _append(session.daemon_log_path, STARTED + ASSEMBLED)
+    session.append_event(ev.MemorySample(T0, 1 << 30))
+    session.add_config_version('[memory]\ntotal_budget = "400GiB"\n')
+    _, broken = session.add_config_version("[memory\ntotal_budget = 1\n")  # torn mid-save, say
+    session.meta_path.write_bytes(b'{"host": {"name": "box"')
+
+    recorded = read_session(resolve_source(session.path))
+    meta_problem, config_problem = recorded.damage
+    assert meta_problem.startswith(f"{session.meta_path}: unreadable (") and "host, GPU and cgroup" in meta_problem
+    assert config_problem.startswith(f"{broken}:1:") and "knobs of that daemon run are not known" in config_problem
+    events = [event for _, event in recorded.events]
+    notices = [e.text for e in events if isinstance(e, ev.Notice)]
+    assert notices == [meta_problem, config_problem]
+    assert ev.MemorySample(T0, 1 << 30) in events
+    assert [e.job_id for e in events if isinstance(e, ev.ProofAssembled)] == ["porep-1000-1"]
+
+    out = tmp_path / "trace.json"
+    assert main(["export", str(session.path), "-o", str(out)]) == 0
+    assert out.exists()
+    err = capsys.readouterr().err.splitlines()
+    assert f"cuzk-tui export: {meta_problem}" in err and f"cuzk-tui export: {config_problem}" in err
 
 
 def test_a_truncated_last_line_is_damage_at_the_end_of_a_replay_but_pending_when_live(tmp_path: Path) -> None:

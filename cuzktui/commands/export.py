@@ -27,8 +27,8 @@ def run_export(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     except OSError as exc:
         return _fail(f"{exc.filename or source}: cannot read: {exc.strerror or exc}")
-    if recorded.damage:
-        print(f"cuzk-tui export: {recorded.damage}", file=sys.stderr)
+    for problem in recorded.damage:
+        print(f"cuzk-tui export: {problem}", file=sys.stderr)
     observed = recorded.observed
     try:
         count = write_chrome_trace(output, model.timeline, observed)

@@ -36,8 +36,8 @@ def run_report(args: argparse.Namespace) -> int:
             f"cuzk-tui report: {error.filename or args.source}: cannot read: {error.strerror or error}", file=sys.stderr
         )
         return 1
-    if recorded.damage:
-        print(f"cuzk-tui report: {recorded.damage}", file=sys.stderr)
+    for problem in recorded.damage:
+        print(f"cuzk-tui report: {problem}", file=sys.stderr)
     report = build_report(model, str(recorded.source.path), _time_scale(recorded.source.directory))
     if args.json:
         print(json.dumps(report, indent=2))

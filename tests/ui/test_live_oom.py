@@ -71,7 +71,7 @@ async def test_the_auto_budget_oom_kill_is_diagnosed_the_budget_lowered_and_12_o
     assert any(isinstance(e, ev.TimelineEvent) for e in events[events.index(restart) :])
     finished = [e for e in events if isinstance(e, ev.ProofFinished)]
     assert len(finished) == 12 and {e.status for e in finished} == {"COMPLETED"}
-    assert read_session(resolve_source(box.session_dir)).damage is None
+    assert read_session(resolve_source(box.session_dir)).damage == ()
     # The lowered budget is the config version the runner restarted with.
     versions = sorted((box.session_dir / "config").glob("v*.toml"))
     assert any(f'total_budget = "{restart.total_budget}"' in v.read_text() for v in versions)
