@@ -564,6 +564,16 @@ class Notice:
     text: str
 
 
+@dataclass(frozen=True, slots=True)
+class StartFailed:
+    """The tool could not launch or attach to the daemon: a missing binary, a config it refuses, no
+    listen address, a daemon that died or stayed silent before serving. ``text`` is the whole story
+    (the dashboard keeps it on screen in full until a later launch)."""
+
+    t: float
+    text: str
+
+
 ObservedEvent = (
     DaemonLaunched
     | DaemonReadyObserved
@@ -580,6 +590,7 @@ ObservedEvent = (
     | BenchRestart
     | BenchFinished
     | Notice
+    | StartFailed
 )
 
 Event = LogEvent | ObservedEvent

@@ -53,6 +53,7 @@ from .supervisor import (
     SupervisorError,
     free_loopback_port,
     private_listen_address,
+    program_problem,
 )
 from .system import CgroupError, MemoryCgroup
 from .timeline import Partition, Timeline
@@ -218,7 +219,21 @@ class LiveController(LocalQueries):
     # -- start ---------------------------------------------------------------------------
 
     async def start(self) -> None:
+        """Launch or attach; a start that cannot go on is kept on the dashboard in full
+        (:class:`~cuzktui.events.StartFailed`) and raised, so a command without the UI says it too."""
+        try:
+            await self._start()
+        except ControllerError as error:
+            self._start_failed(str(error))
+            raise
+
+    async def _start(self) -> None:
         o = self.options
+        # Before anything else (a session, the memcheck, the config's warnings): without the binary
+        # none of it leads anywhere, and it would bury the one thing to fix.
+        missing = program_problem(o.program) if o.program is not None else None
+        if missing is not None:
+            raise ControllerError(f"{missing}: nothing was launched")
         if o.metrics_address is not None:  # first: a port in use stops us before anything is launched
             exporter = MetricsExporter()
             try:
@@ -346,7 +361,7 @@ class LiveController(LocalQueries):
             try:
                 await self.supervisor.start(text, changes)
             except (DaemonStartError, SupervisorError, OSError) as error:
-                self._notice("error", f"the daemon did not start: {error}")
+                self._start_failed(f"the daemon did not start: {error}")
                 return
         if self.options.run_bench is not None:
             request, self.options = self.options.run_bench, replace(self.options, run_bench=None)
@@ -363,7 +378,7 @@ class LiveController(LocalQueries):
                 journal_unit=target.journal_unit,
             )
         except (DaemonStartError, SupervisorError, ClientError) as error:
-            self._notice("error", f"could not attach to {target.address}: {error}")
+            self._start_failed(f"could not attach to {target.address}: {error}")
 
     async def _record_memcheck(self) -> None:
         # For the engine, the box it emulates (its RAM, its cgroup): this host's figures do not apply.
@@ -407,6 +422,13 @@ class LiveController(LocalQueries):
 
     def _notice(self, level: Any, text: str) -> None:
         self._record(ev.Notice(time.time(), level, text))
+
+    def _start_failed(self, text: str) -> None:
+        failed = ev.StartFailed(time.time(), text)
+        if self.session is None:  # failed before there was a session to record it in
+            self.model.apply(failed)
+        else:
+            self._record(failed)
 
     def _progress(self, text: str) -> None:
         self._notice("info", text)

@@ -119,6 +119,7 @@ class DaemonState:
     runs: int = 0
     uptime_s: float | None = None  # the daemon's own uptime when it first answered (GetStatus)
     silent: ev.DaemonLiveness | None = None  # an attached daemon not answering now (the last state is kept)
+    start_error: ev.StartFailed | None = None  # the last launch or attach failed (a later launch clears it)
 
 
 @dataclass(slots=True)
@@ -158,7 +159,7 @@ class BenchState:
         """Which clock the bench figures are on, in words."""
         if self.time_scale is None:
             return "wall clock"
-        return f"modelled box time (engine time_scale {self.time_scale:g})"
+        return f"emulated box time (engine time_scale {self.time_scale:g})"
 
     @property
     def completed(self) -> int:
@@ -294,6 +295,11 @@ class SessionModel:
         if isinstance(event, ev.Notice):
             self._observe_time(event.t)
             self.notices.append(event)
+            return True
+        if isinstance(event, ev.StartFailed):
+            self._observe_time(event.t)
+            self.daemon.start_error = event
+            self.daemon_version += 1
             return True
         return self._apply_log(event)
 

@@ -101,6 +101,22 @@ def find_real_daemon(path: str | None = None) -> DaemonProgram | None:
     return None
 
 
+def program_problem(program: DaemonProgram) -> str | None:
+    """Why ``program`` cannot be run (its binary missing or not executable), else None: said before
+    anything else is done, since nothing else matters while there is no daemon to launch."""
+    name = program.argv[0]
+    if shutil.which(name) is not None:
+        return None
+    path = Path(name)
+    if os.sep not in name:
+        return f"the daemon binary {name!r} is not on PATH ({os.environ.get('PATH', '')})"
+    if not path.exists():
+        return f"the daemon binary {name} does not exist"
+    if path.is_dir():
+        return f"the daemon binary {name} is a directory"
+    return f"the daemon binary {name} is not executable (chmod +x it, or name another with --daemon)"
+
+
 def choose_program(engine: bool = False, daemon_path: str | None = None) -> DaemonProgram:
     """The daemon a command should run: explicit choice, else a real one on PATH, else the engine."""
     if engine:

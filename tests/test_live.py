@@ -20,7 +20,7 @@ from cuzktui.live import (
     profile_memory_limit,
     with_profile,
 )
-from cuzktui.supervisor import choose_program
+from cuzktui.supervisor import DaemonProgram, choose_program
 from cuzktui.units import GiB
 from tests.conftest import engine_config_text, memory_cgroup_or_skip, require_engine, standin_daemon_on_path
 
@@ -109,12 +109,40 @@ async def test_a_corrupt_config_launches_nothing_and_says_how_to_fix_it(tmp_path
     try:
         with pytest.raises(ControllerError, match=r"cuzk\.toml:1:.*config check"):
             await controller.start()
+        await controller.poll()
+        # Kept for the dashboard in full, not only raised (a toast vanishes).
+        failed = controller.model.daemon.start_error
+        assert failed is not None and "config check" in failed.text and "cuzk.toml:1" in failed.text
         assert config.read_text() == "[pipeline\nmax_parallel_synthesis = 3\n", "the file is untouched"
         with pytest.raises(ControllerError, match="no daemon was launched"):
             await controller.apply_config({"pipeline.max_parallel_synthesis": 4})
         assert not controller.daemon_running()
     finally:
         await controller.shutdown(stop_daemon=True)
+
+
+@pytest.mark.parametrize("how", ["missing", "not-executable", "not-on-path"])
+async def test_a_missing_daemon_binary_is_reported_before_anything_else(tmp_path: Path, how: str) -> None:
+    binary = tmp_path / "bin" / "cuzk-daemon"
+    if how == "not-executable":
+        binary.parent.mkdir()
+        binary.write_text("#!/bin/sh\n")
+    name = "cuzk-daemon-nowhere" if how == "not-on-path" else str(binary)
+    config = tmp_path / "cuzk.toml"
+    config.write_text("[pipeline\n")  # corrupt as well: the binary is still what is said
+    session = tmp_path / "s"
+    controller = LiveController(
+        LiveOptions(program=DaemonProgram("real", (name,)), config_file=config, session_dir=session)
+    )
+    expected = {"missing": "does not exist", "not-executable": "not executable", "not-on-path": "not on PATH"}[how]
+    with pytest.raises(ControllerError, match=expected):
+        await controller.start()
+    failed = controller.model.daemon.start_error
+    assert failed is not None and name in failed.text and expected in failed.text
+    assert "nothing was launched" in failed.text
+    assert not session.exists(), "no session, no memcheck, no config notices before the binary is there"
+    assert not controller.model.notices
+    await controller.shutdown(stop_daemon=True)
 
 
 async def _until_ready(controller: LiveController) -> None:

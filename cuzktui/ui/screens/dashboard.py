@@ -18,7 +18,14 @@ from ...model import GpuState, SessionModel
 from ...units import GiB, format_size
 from ..widgets.charts import Chart, ChartSpec, Line, Marks, stepped_length
 from ..widgets.header import screen_header
-from ..widgets.panels import Panel, daemon_content, hints_content, notices_content, pipeline_content
+from ..widgets.panels import (
+    Panel,
+    daemon_content,
+    hints_content,
+    notices_content,
+    pipeline_content,
+    start_error_content,
+)
 
 NOTICE_LINES = 4
 
@@ -101,6 +108,7 @@ class DashboardScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         ascii_only = getattr(self.app, "ascii_only", False)
         yield screen_header(self.app)
+        yield Panel(id="start-error")
         with Horizontal(id="dash-top"):
             yield Panel(id="daemon")
             yield Panel(id="pipeline")
@@ -116,6 +124,11 @@ class DashboardScreen(Screen[None]):
     def refresh_from_model(self) -> None:
         """Called by the app after a poll that moved the model, while this screen is visible."""
         model = self.controller.model
+        start_error = start_error_content(model)
+        error_panel = self.query_one("#start-error", Panel)
+        error_panel.display = start_error is not None
+        if start_error is not None:
+            error_panel.show(start_error)
         self.query_one("#daemon", Panel).show(daemon_content(model, self.controller.identity))
         self.query_one("#pipeline", Panel).show(pipeline_content(model))
         self.query_one("#notices", Panel).show(notices_content(model, NOTICE_LINES))

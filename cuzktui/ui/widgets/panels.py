@@ -18,7 +18,7 @@ from ... import events as ev
 from ...advice import knob_hints
 from ...controller import Identity
 from ...diagnosis import client_view
-from ...figures import bench_per_hour, proof_counts, session_rate
+from ...figures import bench_per_hour, clock_label, proof_counts, session_rate
 from ...model import SessionModel
 from ...units import format_duration as duration
 from ...units import format_size
@@ -132,6 +132,15 @@ def daemon_content(model: SessionModel, identity: Identity) -> Content:
     return Content.assemble(*parts).rstrip()
 
 
+def start_error_content(model: SessionModel) -> Content | None:
+    """Why the daemon was not started, in full (None when the last start did not fail): it stays on the
+    dashboard until a later launch, where a toast would vanish and the notices would cut it."""
+    failed = model.daemon.start_error
+    if failed is None:
+        return None
+    return Content.assemble((" NOT STARTED ", "bold reverse $error"), " ", (failed.text, "$error"))
+
+
 def _exit_headline(exit: ev.DaemonExited) -> str:
     how = f"exit {exit.returncode}" if exit.returncode is not None else ""
     if exit.signal is not None:
@@ -172,8 +181,7 @@ def pipeline_content(model: SessionModel) -> Content:
         parts.append((f" · {model.bench.lost} lost (benchmark, no answer)", "bold $error"))
     rate = session_rate(model)
     if rate is not None:
-        clock = ", box time" if model.daemon.time_scale is not None else ""
-        parts.append(f" · {rate[0]:.1f}/h (last {duration(rate[1])}{clock})")
+        parts.append(f" · {rate[0]:.1f}/h (last {duration(rate[1])}, {clock_label(model.daemon.time_scale)})")
     if counts.runs > 1:
         parts.append(f" · run {counts.runs}: {counts.run_completed}")
     bench = model.bench
@@ -186,7 +194,7 @@ def pipeline_content(model: SessionModel) -> Content:
             parts.append(f" · {bench.finished.outcome}")
         bench_rate = bench_per_hour(bench, model.last_t)
         if bench_rate is not None:
-            parts.append(f" · {bench_rate:.1f}/h" + (" box time" if bench.time_scale is not None else ""))
+            parts.append(f" · {bench_rate:.1f}/h {clock_label(bench.time_scale)}")
         parts.append(f" · concurrency {bench.concurrency}")
     return Content.assemble(*parts)
 
