@@ -7,10 +7,14 @@ and they are tested without a terminal.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .model import BenchState, SessionModel
 from .timeline import Timeline
+from .units import format_duration
+
+if TYPE_CHECKING:
+    from .controller import ReplayClock
 
 RATE_WINDOW_S = 600.0
 
@@ -76,6 +80,13 @@ def session_rate(model: SessionModel) -> tuple[float, float] | None:
     return (rate, window) if scale is None else (rate * scale, window / scale)
 
 
+def clock_label(time_scale: float | None) -> str:
+    """Whose clock a rate is on, said beside every rate: an engine's figures are the emulated box's
+    (real time ÷ ``time_scale``: the engine runs that much faster than the box it models), a real
+    daemon's are wall time."""
+    return "wall time" if time_scale is None else "emulated box time"
+
+
 def bench_per_hour(bench: BenchState, now: float | None) -> float | None:
     """The benchmark's throughput: its own figure once finished, else completed over elapsed (both in
     the modelled box's time for an engine run, as the bench records them)."""
@@ -94,3 +105,28 @@ def apply_stage(model: SessionModel, runs_before: int) -> str:
     if daemon.phase in ("dead", "none"):
         return "restarting"
     return "saving the config and draining proofs in flight"
+
+
+def status_line(model: SessionModel, clock: ReplayClock | None, bench_running: bool) -> str:
+    """The line every screen shows first: the daemon's state and, in a replay, where the cursor is, the
+    speed and the keys that change them (the footer is cut on a narrow terminal; this line never is)."""
+    daemon = model.daemon
+    state = {"none": "no daemon", "starting": "starting", "ready": "ready", "dead": "DEAD"}[daemon.phase]
+    if daemon.phase == "starting" and daemon.srs_loading:
+        state = f"starting: loading SRS {daemon.srs_loading}"
+    if daemon.silent is not None and daemon.phase != "dead":
+        state = "NOT ANSWERING"
+    elif daemon.phase == "dead" and bench_running:
+        # The benchmark's hand-over stops our daemon before the runner starts its own: not a death.
+        state = "handing the daemon over to the benchmark"
+    elif daemon.phase == "none" and daemon.start_error is not None:
+        state = "NOT STARTED"
+    if clock is None:
+        return state
+    where = "playing" if clock.playing else "paused"
+    start, end = clock.span or (model.first_t, model.last_t)
+    cursor = clock.cursor_t
+    if cursor is not None and start is not None and end is not None:
+        where += f" {format_duration(cursor - start)} / {format_duration(end - start)}"
+    keys = f"space {'pause' if clock.playing else 'play'}, < > speed"
+    return f"{state} · replay {where} x{clock.speed:g} ({keys})"

@@ -10,9 +10,11 @@ from cuzktui.figures import (
     proof_counts,
     session_origin,
     session_rate,
+    status_line,
     timeline_now,
 )
 from cuzktui.model import SessionModel
+from cuzktui.units import format_duration
 
 T0 = 1_767_225_600.0
 
@@ -120,3 +122,41 @@ def test_an_engines_rates_are_per_hour_of_the_box_it_models() -> None:
     bench = model.bench
     assert bench is not None
     assert bench_per_hour(bench, T0 + 36) == 2.0  # 36 real seconds are the box's half hour
+
+
+class Clock:
+    """A replay clock at a fixed cursor (cuzktui.controller.ReplayClock)."""
+
+    def __init__(self, cursor_t: float, speed: float, playing: bool) -> None:
+        self.cursor_t: float | None = cursor_t
+        self.speed = speed
+        self.playing = playing
+
+    @property
+    def span(self) -> tuple[float, float] | None:
+        return (T0, T0 + 300)
+
+    def seek(self, t: float) -> None:
+        self.cursor_t = t
+
+    def play(self, speed: float) -> None:
+        self.playing, self.speed = True, speed
+
+    def pause(self) -> None:
+        self.playing = False
+
+
+def test_the_status_line_names_a_failed_start_and_a_replay_s_cursor_speed_and_keys() -> None:
+    model = SessionModel()
+    assert status_line(model, None, bench_running=False) == "no daemon"
+    model.apply(ev.StartFailed(T0, "the daemon binary /opt/cuzk-daemon does not exist: nothing was launched"))
+    assert status_line(model, None, bench_running=False) == "NOT STARTED"
+    model.apply(ev.DaemonLaunched(T0 + 1, "engine", 7, ("cuzk-engine",), None, "127.0.0.1:9820", None))
+    model.apply(ev.DaemonReadyObserved(T0 + 3, 7, 2.0))
+    assert status_line(model, None, bench_running=False) == "ready"
+    at = format_duration(130.0)
+    assert status_line(model, Clock(T0 + 130, 20, True), bench_running=False) == (
+        f"ready · replay playing {at} / 5m x20 (space pause, < > speed)"
+    )
+    model.apply(ev.DaemonExited(T0 + 200, 7, -9, 9, "stopped"))
+    assert status_line(model, None, bench_running=True) == "handing the daemon over to the benchmark"

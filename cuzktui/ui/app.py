@@ -29,7 +29,7 @@ from textual.timer import Timer
 from textual.widgets import Input
 
 from ..controller import Controller, PollBackoff
-from ..units import format_duration
+from ..figures import status_line
 from .messages import ApplyRecommended, KnobEdits, OpenReplay
 from .modals import ConfirmModal, HelpScreen, QuitScreen
 from .screens.bench import BenchScreen
@@ -193,28 +193,7 @@ class CuzkApp(App[None]):
                 refresh()
             except Exception as exc:
                 self.notify(f"{type(screen).__name__}: {exc}", severity="error")
-        self.sub_title = self._status_line()
-
-    def _status_line(self) -> str:
-        model = self.controller.model
-        daemon = model.daemon
-        parts = [{"none": "no daemon", "starting": "starting", "ready": "ready", "dead": "DEAD"}[daemon.phase]]
-        if daemon.phase == "starting" and daemon.srs_loading:
-            parts[0] = f"starting: loading SRS {daemon.srs_loading}"
-        if daemon.silent is not None and daemon.phase != "dead":
-            parts[0] = "NOT ANSWERING"
-        elif daemon.phase == "dead" and self.controller.bench_running():
-            # The benchmark's hand-over stops our daemon before the runner starts its own: not a death.
-            parts[0] = "handing the daemon over to the benchmark"
-        clock = self.controller.clock
-        if clock is not None:
-            state = "playing" if clock.playing else "paused"
-            start, end = clock.span or (model.first_t, model.last_t)
-            cursor = clock.cursor_t
-            if cursor is not None and start is not None and end is not None:
-                state += f" {format_duration(cursor - start)} / {format_duration(end - start)}"
-            parts.append(f"replay {state} x{clock.speed:g}")
-        return " · ".join(parts)
+        self.sub_title = status_line(model, self.controller.clock, self.controller.bench_running())
 
     # -- actions -------------------------------------------------------------------------------
 

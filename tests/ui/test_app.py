@@ -4,6 +4,7 @@ the dashboard's proof counts and the waterfall's stepped live window."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -188,14 +189,15 @@ async def test_replay_shows_cursor_and_speed_and_plays_from_the_start(events: li
     app = make_app(fake)
     async with app.run_test() as pilot:
         await settle(pilot)
-        assert app.sub_title == "ready · replay paused 5m / 5m x10"
+        assert app.sub_title == "ready · replay paused 5m / 5m x10 (space play, < > speed)"
         await pilot.press("space")
         assert fake.playing
         await pilot.press("greater_than_sign")
         assert fake.speed == 20
         await pilot.press("less_than_sign", "less_than_sign")
         assert fake.speed == 5
-        assert "replay playing" in app.sub_title and app.sub_title.endswith("x5")
+        assert app.sub_title.startswith("ready · replay playing")
+        assert app.sub_title.endswith("x5 (space pause, < > speed)")
         await pilot.press("q")
         await app.workers.wait_for_complete()
     assert fake.shutdowns == [False]  # read-only: nothing to stop, no question
@@ -453,12 +455,25 @@ def test_proofs_line_counts_every_daemon_run_after_a_restart(events: list[Timed]
     assert "Proofs 2 done · 0 failed" in text
     # The rate counts those same proofs over the session so far (engine start → now), and says so.
     span = now - (T0 + 1)
-    assert f"{2 * 3600 / span:.1f}/h (last {format_duration(span)})" in text
+    assert f"{2 * 3600 / span:.1f}/h (last {format_duration(span)}, wall time)" in text
     assert "run 2: 0" in text
     # The whole scenario: 2 + 3 proofs over all of its 299 s (shorter than the 10-minute window).
     text = pipeline_content(build_model(events)).plain
-    assert "Proofs 5 done" in text and f"{5 * 3600 / 299:.1f}/h (last 4m59s)" in text and "run 2: 3" in text
-    assert "Bench  porep 5/5 · 1 restart · 62.9/h · concurrency 2" in text  # the bench's own rate
+    assert "Proofs 5 done" in text and f"{5 * 3600 / 299:.1f}/h (last 4m59s, wall time)" in text and "run 2: 3" in text
+    assert "Bench  porep 5/5 · 1 restart · 62.9/h wall time · concurrency 2" in text  # the bench's own rate
+
+
+def test_an_engine_s_rates_are_in_the_emulated_box_s_time_and_say_so(events: list[Timed]) -> None:
+    # The same session from an engine at time_scale 0.02: its log ran 50x faster than the box it models.
+    scaled: list[Timed] = []
+    for t, event in events:
+        if isinstance(event, ev.DaemonLaunched | ev.BenchStarted):
+            event = replace(event, time_scale=0.02)
+        scaled.append((t, event))
+    text = pipeline_content(build_model(scaled)).plain
+    box_span = 299 / 0.02
+    assert f"{5 * 3600 / box_span:.1f}/h (last {format_duration(box_span)}, emulated box time)" in text
+    assert "/h emulated box time · concurrency 2" in text
 
 
 async def test_live_waterfall_window_grows_in_steps_and_repaints_only_changed_lines(events: list[Timed]) -> None:
@@ -642,3 +657,48 @@ async def test_question_mark_opens_the_current_screens_help_and_escape_closes_it
         await pilot.press("escape")
         await pilot.pause()
         assert app.current_mode == "waterfall" and not isinstance(app.screen, HelpScreen)
+
+
+START_ERROR = (
+    "the daemon did not start: the daemon exited before it was ready (error): Error: failed to load config "
+    "/srv/cuzk/cuzk.toml: TOML parse error at line 3, column 1: invalid table header, expected `.`, `]`"
+)
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
+async def test_a_start_error_stays_on_the_dashboard_in_full(size: tuple[int, int]) -> None:
+    model = build_model([])
+    model.apply(ev.Notice(T0, "warning", "a notice that must not push the error away"))
+    model.apply(ev.StartFailed(T0 + 1, START_ERROR))
+    app = make_app(FakeController(model))
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        panel = app.screen.query_one("#start-error", Panel)
+        assert panel.display and panel._shown is not None
+        assert START_ERROR in panel._shown.plain
+        # Wrapped, not cut: every word of it is on the screen.
+        lines = [strip.text for strip in app.screen._compositor.render_strips()]
+        shown = " ".join(" ".join(line.split()) for line in lines)
+        assert "invalid table header, expected `.`, `]`" in shown and "NOT STARTED" in shown
+        # A later launch clears it.
+        model.apply(ev.DaemonLaunched(T0 + 2, "engine", 7, ("cuzk-engine",), None, "127.0.0.1:9820", None))
+        app.refresh_visible()
+        await pilot.pause()
+        assert not panel.display
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
+async def test_the_replay_status_line_is_whole_on_every_screen(events: list[Timed], size: tuple[int, int]) -> None:
+    fake = FakeReplay(build_model(events))
+    long_title = "replay of /home/operator/.local/state/cuzk-tui/sessions/2026-x-engine"
+    fake._identity = replace(fake.identity, title=long_title)
+    app = make_app(fake)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        for _mode, key, _label, _screen in SCREENS:
+            await pilot.press(key)
+            await pilot.pause()
+            top = app.screen._compositor.render_strips()[0].text
+            # The status (position, speed, keys) whole; the long title is what gives way.
+            assert "ready · replay paused 5m / 5m x10 (space play, < > speed)" in top, (key, top)
+            assert "cuzk-tui · repla" in top and top.rstrip().endswith("…"), (key, top)

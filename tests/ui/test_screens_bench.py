@@ -126,7 +126,7 @@ def test_an_engine_bench_is_shown_in_box_time_and_a_lost_proof_without_timings()
     assert [str(c) for c in proof_row(1, done, bench)][3:8] == ["0.0", "0.0", "3.0", "0.0", "50.0"]
     assert [str(c) for c in proof_row(2, lost, bench)][3:] == ["—"] * 5 + ["no result: the daemon died"]
     text = summary(bench, T0 + 2).plain
-    assert "times in modelled box time (engine time_scale 0.02)" in text
+    assert "times in emulated box time (engine time_scale 0.02)" in text
     assert "total time 100.0s (includes 60.0s in killed daemon runs, 10.0s restarting)" in text
     assert "prove Σ avg=3.0s" in text and "36.0 proofs/hour" in text
     assert "completed 1 · failed 1 (1 lost: no answer)" in text

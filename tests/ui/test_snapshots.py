@@ -12,9 +12,10 @@ from collections.abc import Callable
 import pytest
 from textual.pilot import Pilot
 
+from cuzktui import events as ev
 from cuzktui.ui.app import CuzkApp
 from tests.ui.conftest import settle
-from tests.ui.fakes import OOM_AT, FakeController, FakeReplay, Timed, build_model
+from tests.ui.fakes import OOM_AT, T0, FakeController, FakeReplay, Timed, build_model
 
 SnapCompare = Callable[..., bool]
 
@@ -98,3 +99,27 @@ def test_quit_dialog(snap_compare: SnapCompare, events: list[Timed]) -> None:
 
 def test_help_screen_at_80x24(snap_compare: SnapCompare, events: list[Timed]) -> None:
     assert snap_compare(app_for(events), terminal_size=(80, 24), run_before=pressing("2", "question_mark"))
+
+
+def test_start_error_in_full_at_80x24_on_16_colours(snap_compare: SnapCompare, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TERM", "screen")
+    monkeypatch.delenv("COLORTERM")
+    model = build_model([])
+    model.apply(ev.Notice(T0, "warning", "cuzk.toml: pipeline.max_parallel_synthesis = 18 overshoots the budget"))
+    model.apply(
+        ev.StartFailed(
+            T0 + 1,
+            "the daemon binary /opt/cuzk/bin/cuzk-daemon does not exist: nothing was launched "
+            "(name another with --daemon, or run the embedded engine with --engine)",
+        )
+    )
+    app = CuzkApp(FakeController(model), poll_interval=1000)  # type: ignore[arg-type]
+    assert snap_compare(app, terminal_size=(80, 24), run_before=pressing())
+
+
+def test_replay_status_line_at_80x24_no_color(
+    snap_compare: SnapCompare, events: list[Timed], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = CuzkApp(FakeReplay(build_model(events)), poll_interval=1000)  # type: ignore[arg-type]
+    assert snap_compare(app, terminal_size=(80, 24), run_before=pressing("2"))

@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Footer, Input, Label, ProgressBar, Select
 from ... import events as ev
 from ...controller import BenchRequest, Controller
 from ...daemon_facts import CLI_KINDS
+from ...figures import clock_label
 from ...model import BenchState
 from ...proofinputs import DEFAULT_MINER, InputError, RequestParams, parse_hex32
 from ..widgets.header import screen_header
@@ -107,8 +108,8 @@ def summary(bench: BenchState, now: float | None) -> Text:
     per_hour = finished.proofs_per_hour if finished is not None else (len(done) / wall * 3600 if wall > 0 else 0.0)
     text.append("\nthroughput ")
     text.append(f"{per_hour:.1f} proofs/hour", style="bold")
-    if done and wall > 0:
-        text.append(f" ({wall / len(done):.1f}s/proof)")
+    per_proof = f", {wall / len(done):.1f}s/proof" if done and wall > 0 else ""
+    text.append(f" ({clock_label(bench.time_scale)}{per_proof})")
     return text
 
 

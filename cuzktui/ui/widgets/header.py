@@ -1,11 +1,48 @@
-"""The header every screen shows: the app title (who we talk to) and the status line (state, replay)."""
+"""The line every screen shows at the top: the status first (state, replay position, speed), then the title.
+
+Textual's Header centres "title — subtitle", so on a narrow terminal the status (the part that changes)
+was the part cut off. Here the status comes first and is never cut; the title (who we talk to, a path
+that can be long) takes what room is left and ends in an ellipsis.
+"""
 
 from __future__ import annotations
 
 from textual.app import App
-from textual.widgets import Header
+from textual.content import Content
+from textual.widgets import Static
 
 
-def screen_header(app: App[object]) -> Header:
-    # Textual's default icon is a glyph a plain-ASCII terminal may not have.
-    return Header(icon="*" if getattr(app, "ascii_only", False) else None)
+class StatusHeader(Static):
+    """The app's ``sub_title`` (the status line, :func:`cuzktui.figures.status_line`) and ``title``."""
+
+    DEFAULT_CSS = """
+    StatusHeader {
+        dock: top;
+        width: 100%;
+        height: 1;
+        padding: 0 1;
+        background: $panel;
+        color: $foreground;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+    }
+    """
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "title", self._redraw)
+        self.watch(self.app, "sub_title", self._redraw)
+
+    def _redraw(self, _value: str) -> None:
+        status = self.app.sub_title
+        alarm = status.startswith(("DEAD", "NOT ANSWERING", "NOT STARTED"))
+        self.update(
+            Content.assemble(
+                (f" {status} ", "bold reverse $error" if alarm else "bold"),
+                ("  ", ""),
+                (self.app.title, "$text-muted"),
+            )
+        )
+
+
+def screen_header(app: App[object]) -> StatusHeader:
+    return StatusHeader(id="status-header")
