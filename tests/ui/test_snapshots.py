@@ -113,7 +113,7 @@ def test_start_error_in_full_at_80x24_on_16_colours(snap_compare: SnapCompare, m
             "(name another with --daemon, or run the embedded engine with --engine)",
         )
     )
-    app = CuzkApp(FakeController(model), poll_interval=1000)  # type: ignore[arg-type]
+    app = CuzkApp(FakeController(model), poll_interval=1000)
     assert snap_compare(app, terminal_size=(80, 24), run_before=pressing())
 
 
@@ -121,5 +121,5 @@ def test_replay_status_line_at_80x24_no_color(
     snap_compare: SnapCompare, events: list[Timed], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
-    app = CuzkApp(FakeReplay(build_model(events)), poll_interval=1000)  # type: ignore[arg-type]
+    app = CuzkApp(FakeReplay(build_model(events)), poll_interval=1000)
     assert snap_compare(app, terminal_size=(80, 24), run_before=pressing("2"))
