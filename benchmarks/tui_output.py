@@ -35,18 +35,30 @@ BTOP_CPU_PCT = 0.9
 WARMUP_S = 3.0  # start-up (first full paint, CSS) is not the steady cost
 
 
-def child(seconds: float) -> None:
+def child(seconds: float, *, idle: bool = False) -> None:
+    """The app on the fixed scenario: its first 30 s known, then one second arriving per poll;
+    ``idle``: the whole scenario known and nothing arriving (the poll runs, nothing changes)."""
     sys.path.insert(0, str(ROOT / "tests" / "ui"))
     from fakes import FakeController, build_model, scenario
 
     from cuzktui.ui.app import CuzkApp
 
-    # The first 30 s of the session are already known; then one second arrives per poll.
     feed = scenario(sample_every=1.0, end_at=30.0 + seconds + WARMUP_S + 5)
-    start = feed[0][0] + 30.0
+    start = feed[-1][0] if idle else feed[0][0] + 30.0
     model = build_model([item for item in feed if item[0] <= start])
     controller = FakeController(model, running=False, feed=[item for item in feed if item[0] > start])
     CuzkApp(controller).run()
+
+
+def spawn(start: Callable[[], None], size: tuple[int, int]) -> tuple[int, int]:
+    """Fork ``start`` onto a new pty of ``size`` (columns, rows): its pid and the pty's fd."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: its stdin/stdout are the pty
+        os.environ.update(TERM="xterm-256color", COLORTERM="truecolor")
+        start()
+        os._exit(0)
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
+    return pid, fd
 
 
 @dataclass
@@ -58,12 +70,7 @@ class Cost:
 
 def run_in_pty(start: Callable[[], None], seconds: float, size: tuple[int, int], keys: str = "") -> Cost:
     """Run ``start`` (which never returns: it runs a program) in a pty; count its output and CPU."""
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: its stdin/stdout are the pty
-        os.environ.update(TERM="xterm-256color", COLORTERM="truecolor")
-        start()
-        os._exit(0)
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
+    pid, fd = spawn(start, size)
     process = psutil.Process(pid)
     counted = 0
     t_start = time.monotonic()
@@ -96,6 +103,12 @@ def run_in_pty(start: Callable[[], None], seconds: float, size: tuple[int, int],
             bucket_end += 1.0
     times = process.cpu_times()
     cpu = times.user + times.system - (cpu_at_warm or 0.0)
+    stop(pid, fd)
+    return Cost(counted, cpu, per_second)
+
+
+def stop(pid: int, fd: int) -> None:
+    """Quit the app in the pty (``q``), draining its output; SIGKILL when it has not gone in 5 s."""
     os.write(fd, b"q")
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
@@ -110,7 +123,6 @@ def run_in_pty(start: Callable[[], None], seconds: float, size: tuple[int, int],
     else:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
-    return Cost(counted, cpu, per_second)
 
 
 def report(name: str, cost: Cost, seconds: float) -> tuple[float, float]:
@@ -121,6 +133,104 @@ def report(name: str, cost: Cost, seconds: float) -> tuple[float, float]:
     print(f"  bytes written: {cost.bytes_total} total, {rate / 1000:.1f} KB/s (per second: {per_second_text})")
     print(f"  CPU: {cost.cpu_s:.2f} s = {cpu_pct:.1f} % of one core")
     return rate, cpu_pct
+
+
+# The waterfall's "l" toggles partitions and worker lanes, and its axis line says which it shows
+# (waterfall.py WaterfallView._axis): the key was answered when the other label is on the terminal.
+TOGGLE_KEY, VIEW_MARKS = b"l", (b"lanes (", b"partitions (")
+KEY_TIMEOUT_S = 5.0
+
+
+@dataclass
+class Flood:
+    quiet_latency_s: float  # the key answered before the flood
+    latencies_s: list[float]  # the key answered during the flood, about twice a second
+    rss_start_mb: float
+    rss_peak_mb: float
+    rss_end_mb: float  # after the flood and a few seconds to catch up
+
+
+def _flood(path: Path, lines: list[str], rate: int) -> None:
+    """Append ``lines`` to ``path`` at ``rate`` lines/s, in slices every 20 ms paced on the clock."""
+    per_slice = max(1, rate // 50)
+    start = time.monotonic()
+    with path.open("a", encoding="utf-8") as log:
+        for i in range(0, len(lines), per_slice):
+            log.write("\n".join(lines[i : i + per_slice]) + "\n")
+            log.flush()
+            lag = start + (i + per_slice) / rate - time.monotonic()
+            if lag > 0:
+                time.sleep(lag)
+
+
+def _drain(fd: int, seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if select.select([fd], [], [], 0.05)[0]:
+            os.read(fd, 65536)
+
+
+def _press(fd: int, key: bytes, mark: bytes) -> float:
+    """Send ``key`` and read the app's output until ``mark`` shows: the seconds that took."""
+    sent = time.monotonic()
+    os.write(fd, key)
+    seen = b""
+    while (elapsed := time.monotonic() - sent) < KEY_TIMEOUT_S:
+        if select.select([fd], [], [], 0.01)[0]:
+            seen += os.read(fd, 65536)
+            if mark in seen:
+                return elapsed
+    return KEY_TIMEOUT_S
+
+
+def measure_flood(rate: int, seconds: float, size: tuple[int, int] = (120, 40)) -> Flood:
+    """``cuzk-tui attach`` following a log that a daemon floods at ``rate`` lines/s for ``seconds``
+    (the lines of ingest.synthetic_log), on the waterfall: how fast it answers a key while the log
+    floods (the quiet figure is the same key just before), and the app's RSS.
+
+    Nothing listens at the attached address (the dashboard says the daemon is not answering): the
+    log is all there is, which is the point."""
+    from ingest import synthetic_log
+
+    count = int(rate * seconds)
+    before = 2_000  # what the daemon logged before it floods: the waterfall has rows to toggle
+    lines = list(synthetic_log((before + count) // 232 + 1))[: before + count]
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "flood.log"
+        log.write_text("\n".join(lines[:before]) + "\n")
+        lines = lines[before:]
+        argv = [sys.executable, "-m", "cuzktui.cli", "--session", str(Path(tmp) / "session"), "attach"]
+        argv += [f"unix://{tmp}/nothing.sock", "--log", str(log)]
+        pid, fd = spawn(lambda: os.execv(sys.executable, argv), size)
+        process = psutil.Process(pid)
+        _drain(fd, WARMUP_S)
+        os.write(fd, b"2")  # the waterfall: the screen the flood moves most
+        _drain(fd, 1.0)
+        for mark in VIEW_MARKS:  # the first toggles build what the view caches: not the steady cost
+            _press(fd, TOGGLE_KEY, mark)
+        quiet = max(_press(fd, TOGGLE_KEY, mark) for mark in VIEW_MARKS)
+        rss = [process.memory_info().rss]
+        flooder = os.fork()
+        if flooder == 0:
+            try:
+                _flood(log, lines, rate)
+            finally:
+                os._exit(0)
+        latencies: list[float] = []
+        flood_end = time.monotonic() + seconds
+        while time.monotonic() < flood_end:
+            for mark in VIEW_MARKS:
+                latencies.append(_press(fd, TOGGLE_KEY, mark))
+                rss.append(process.memory_info().rss)
+                _drain(fd, 0.2)
+        os.waitpid(flooder, 0)
+        for _ in range(15):  # the app catches up
+            _drain(fd, 0.2)
+            rss.append(process.memory_info().rss)
+        end_rss = process.memory_info().rss
+        stop(pid, fd)
+    mb = 1 << 20
+    return Flood(quiet, latencies, rss[0] / mb, max(rss) / mb, end_rss / mb)
 
 
 def run_btop() -> None:

@@ -1,0 +1,98 @@
+"""What one waterfall frame costs at scale: ``--jobs`` 10-partition PoRep jobs (ingest.synthetic_log),
+drawn at 120x40 in a headless app, beside the same frame of an empty waterfall.
+
+A frame is what a poll or a key costs the widget: ``show_model`` (rows rebuilt when the timeline
+moved) and every visible line rendered (the strip cache invalidated by the new view). Measured for
+the first frame of the model, a zoom in (``+``) and a pan left (``←``); the best of ``--repeat``, in
+CPU time.
+
+    .venv/bin/python benchmarks/waterfall_frame.py [--jobs 1000] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ingest import synthetic_log
+from textual.app import App, ComposeResult
+
+from cuzktui.model import SessionModel
+from cuzktui.session import load_session
+from cuzktui.ui.widgets.waterfall import WaterfallView
+
+SIZE = (120, 40)
+
+
+class _ViewApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield WaterfallView(id="waterfall")
+
+
+def model_of_jobs(jobs: int) -> SessionModel:
+    """The model of a bare log of ``jobs`` PoRep jobs, read as replay reads it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "daemon.log"
+        path.write_text("\n".join(synthetic_log(jobs)) + "\n", encoding="utf-8")
+        return load_session(path)[1]
+
+
+def _ms(action: Callable[[], object], repeat: int) -> float:
+    """The CPU milliseconds of ``action``, best of ``repeat`` (CPU, not wall: the machine is shared)."""
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.process_time()
+        action()
+        best = min(best, time.process_time() - started)
+    return 1000 * best
+
+
+async def _frames(model: SessionModel, repeat: int) -> dict[str, float]:
+    app = _ViewApp()
+    async with app.run_test(size=SIZE):
+        view = app.query_one(WaterfallView)
+
+        def paint() -> None:
+            for y in range(view.size.height):
+                view.render_line(y)
+
+        def first() -> None:
+            view._rows_key = None  # a timeline that moved: the rows are rebuilt
+            view.show_model(model)
+            paint()
+
+        def zoom() -> None:
+            view.action_fit()
+            view.action_zoom(1)
+            paint()
+
+        def pan() -> None:
+            view.action_pan(-1)
+            paint()
+
+        return {"frame": _ms(first, repeat), "zoom": _ms(zoom, repeat), "pan": _ms(pan, repeat)}
+
+
+def measure(jobs: int, repeat: int) -> tuple[dict[str, float], dict[str, float]]:
+    """(frame, zoom, pan) in ms for ``jobs`` jobs, and the same for an empty waterfall."""
+    empty = asyncio.run(_frames(SessionModel(), repeat))
+    full = asyncio.run(_frames(model_of_jobs(jobs), repeat))
+    return full, empty
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    full, empty = measure(args.jobs, args.repeat)
+    for name in full:
+        print(f"{name}: {full[name]:.1f} ms with {args.jobs} jobs x 10 partitions, {empty[name]:.1f} ms empty")
+
+
+if __name__ == "__main__":
+    main()
