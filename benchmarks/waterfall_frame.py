@@ -3,8 +3,8 @@ drawn at 120x40 in a headless app, beside the same frame of an empty waterfall.
 
 A frame is what a poll or a key costs the widget: ``show_model`` (rows rebuilt when the timeline
 moved) and every visible line rendered (the strip cache invalidated by the new view). Measured for
-the first frame of the model, a zoom in (``+``) and a pan left (``←``); the best of ``--repeat``, in
-CPU time.
+the first frame of the model (nothing cached), a poll's frame (the timeline moved), a zoom in (``+``)
+and a pan left (``←``); the best of ``--repeat``, in CPU time.
 
     .venv/bin/python benchmarks/waterfall_frame.py [--jobs 1000] [--repeat 5]
 """
@@ -61,7 +61,12 @@ async def _frames(model: SessionModel, repeat: int) -> dict[str, float]:
                 view.render_line(y)
 
         def first() -> None:
-            view._rows_key = None  # a timeline that moved: the rows are rebuilt
+            view._rows_key, view._job_rows = None, {}  # a model never shown: every row is built
+            view.show_model(model)
+            paint()
+
+        def poll() -> None:
+            view._rows_key = None  # the timeline moved: the rows are rebuilt (from the jobs' cached rows)
             view.show_model(model)
             paint()
 
@@ -74,7 +79,12 @@ async def _frames(model: SessionModel, repeat: int) -> dict[str, float]:
             view.action_pan(-1)
             paint()
 
-        return {"frame": _ms(first, repeat), "zoom": _ms(zoom, repeat), "pan": _ms(pan, repeat)}
+        return {
+            "frame": _ms(first, repeat),
+            "poll": _ms(poll, repeat),
+            "zoom": _ms(zoom, repeat),
+            "pan": _ms(pan, repeat),
+        }
 
 
 def measure(jobs: int, repeat: int) -> tuple[dict[str, float], dict[str, float]]:

@@ -60,6 +60,10 @@ from .timeline import Partition, Timeline
 from .units import GiB
 
 DRAIN_TIMEOUT_S = 600.0
+# A poll folds a flooding daemon's new lines (up to session.POLL_LOG_BYTES, ~50,000 lines) into the
+# model on the UI's event loop: in batches of this many events, yielding between them, so the UI
+# answers keys while a flood is folded in (at ~10 µs an event, a batch is ~10 ms).
+APPLY_BATCH = 1000
 
 
 def _partition_phase(p: Partition) -> str:
@@ -441,7 +445,11 @@ class LiveController(LocalQueries):
         self._reap_bench()
         async with self._poll_lock:  # the app's poll and a drain's both read the follower
             events = await asyncio.to_thread(self._follower.poll)
-            changed = self.model.apply_all(events)
+            changed = False
+            for first in range(0, len(events), APPLY_BATCH):
+                if first:
+                    await asyncio.sleep(0)  # a key pressed meanwhile is answered between batches
+                changed = self.model.apply_all(events[first : first + APPLY_BATCH]) or changed
             if self.exporter is not None:
                 self.exporter.refresh(self.model)
             return changed

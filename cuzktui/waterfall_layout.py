@@ -33,16 +33,36 @@ def clamp_window(start: float, end: float, origin: float, latest: float) -> tupl
     return start, start + length
 
 
-def dominant(spans: Sequence[Span], a: float, b: float) -> int | None:
-    """Index of the span covering most of [a, b), or None when none touches it."""
-    best, best_overlap = None, 0.0
-    for i, (s, e, _) in enumerate(spans):
-        overlap = min(e, b) - max(s, a)
-        if overlap > best_overlap:
-            best, best_overlap = i, overlap
-        elif best is None and s == e and a <= s < b:
-            best = i  # an instant phase (e.g. a 0 ms pickup) still shows when nothing else does
-    return best
+def dominants(spans: Sequence[Span], start: float, step: float, columns: int) -> list[int | None]:
+    """Per column [a, a + step) from ``start``: the index of the span covering most of it (the first on
+    a tie), else of the first instant span in it (a 0 ms pickup still shows when nothing else does),
+    else None.
+
+    One sweep over the spans sorted by start, keeping only those that can still touch a column: a
+    worker's lane holds thousands of partitions, and testing each against every column made a line
+    cost columns x holds."""
+    order = sorted(range(len(spans)), key=lambda i: spans[i][0])
+    hits: list[int | None] = []
+    active: list[int] = []
+    taken = 0
+    for column in range(columns):
+        a = start + column * step
+        b = start + (column + 1) * step
+        while taken < len(order) and spans[order[taken]][0] < b:
+            active.append(order[taken])
+            taken += 1
+        # Gone for good: a span ended by a (a only grows), an instant before a.
+        active = [i for i in active if spans[i][1] > a or spans[i][0] == spans[i][1] >= a]
+        best, best_overlap, instant = None, 0.0, None
+        for i in sorted(active):
+            s, e, _ = spans[i]
+            overlap = min(e, b) - max(s, a)
+            if overlap > best_overlap:
+                best, best_overlap = i, overlap
+            elif instant is None and s == e and a <= s:
+                instant = i
+        hits.append(best if best is not None else instant)
+    return hits
 
 
 def column_owners(
@@ -58,7 +78,7 @@ def column_owners(
     """
     end = start + columns * seconds_per_column
     step = seconds_per_column
-    owners = [dominant(spans, start + c * step, start + (c + 1) * step) for c in range(columns)]
+    owners = dominants(spans, start, step, columns)
     if not keep_every or columns == 0:
         return owners
     counts = Counter(o for o in owners if o is not None)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from cuzktui import live as live_module
 from cuzktui.config import ConfigDocument
 from cuzktui.controller import BenchRequest, ControllerError
 from cuzktui.daemon_address import DAEMON_DEFAULT_LISTEN
@@ -207,3 +208,30 @@ async def test_a_config_without_listen_is_served_on_a_private_socket_and_left_un
     finally:
         await controller.shutdown(stop_daemon=True)
     assert config.read_text() == text
+
+
+async def test_a_flood_of_log_lines_ends_whole_in_the_model_and_the_poll_lets_others_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An attached daemon's log that grew by many lines between polls: every line reaches the model,
+    and the event loop runs other work (a key) while a poll folds them in, not only after it."""
+    monkeypatch.setattr(live_module, "APPLY_BATCH", 100)
+    log = tmp_path / "daemon.log"
+    jobs = 500
+    started = "2026-05-01T07:00:00.000000Z  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true\n"
+    lines = [f"TIMELINE,{n},SYNTH_START,porep-1000-{n},partition=0\n" for n in range(jobs)]
+    log.write_text(started + "".join(lines), encoding="utf-8")
+    target = AttachTarget(f"unix://{tmp_path}/nothing.sock", log_path=str(log))
+    controller = LiveController(LiveOptions(program=None, attach=target, session_dir=tmp_path / "s"))
+    await controller.start()
+    try:
+        seen_mid_poll: list[int] = []
+        poll = asyncio.create_task(controller.poll())
+        while not poll.done():
+            seen_mid_poll.append(len(controller.model.timeline.jobs()))
+            await asyncio.sleep(0)
+        await poll
+        assert len(controller.model.timeline.jobs()) == jobs
+        assert any(0 < n < jobs for n in seen_mid_poll)  # the loop ran between two batches of one poll
+    finally:
+        await controller.shutdown(stop_daemon=False)

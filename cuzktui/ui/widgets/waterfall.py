@@ -164,6 +164,7 @@ class WaterfallView(ScrollView, can_focus=True):
         self._rows_key: tuple[int, int, bool] | None = None
         self._strips: dict[tuple[int, bool], Strip] = {}  # by (row, selected); row -1 is the axis
         self._strips_key: object = None
+        self._job_rows: dict[int, tuple[Job, tuple[tuple[int, int | None], ...], list[Row]]] = {}  # by id(job)
 
     # -- data ----------------------------------------------------------------------------------
 
@@ -208,6 +209,7 @@ class WaterfallView(ScrollView, can_focus=True):
         by_segment: dict[int, list[Job]] = {}
         for job in timeline.jobs():
             by_segment.setdefault(job.segment, []).append(job)
+        cache: dict[int, tuple[Job, tuple[tuple[int, int | None], ...], list[Row]]] = {}
         for segment in timeline.segments:
             jobs = by_segment.get(segment.index, [])
             if segment.index > 0:
@@ -216,11 +218,21 @@ class WaterfallView(ScrollView, can_focus=True):
                 label = f"daemon run {run_number(segment.index)} {dot} {boundary.label}"
                 rows.append(Row("segment", label, segment=segment, failure=boundary.failure))
             for job in jobs:
-                rows.append(Row("job", job.job_id, segment=segment, job=job))
-                for index in sorted(job.partitions):
-                    p = job.partitions[index]
-                    worker = f" w{p.worker}" if p.worker is not None else ""
-                    rows.append(Row("partition", f"  p{index}{worker}", segment=segment, job=job, partition=p))
+                # A job's rows change only with its partitions and their workers: a poll that moved
+                # one job rebuilds that job's rows, not the thousands of others.
+                key = tuple((index, p.worker) for index, p in job.partitions.items())
+                cached = self._job_rows.get(id(job))
+                if cached is not None and cached[0] is job and cached[1] == key and cached[2][0].segment is segment:
+                    job_rows = cached[2]
+                else:
+                    job_rows = [Row("job", job.job_id, segment=segment, job=job)]
+                    for index in sorted(job.partitions):
+                        p = job.partitions[index]
+                        worker = f" w{p.worker}" if p.worker is not None else ""
+                        job_rows.append(Row("partition", f"  p{index}{worker}", segment=segment, job=job, partition=p))
+                cache[id(job)] = (job, key, job_rows)
+                rows += job_rows
+        self._job_rows = cache
         return rows
 
     @property

@@ -1,0 +1,23 @@
+"""Which span each column of a waterfall row shows, at any number of spans."""
+
+from __future__ import annotations
+
+from cuzktui.waterfall_layout import dominants
+
+
+def test_each_column_shows_the_interval_covering_most_of_it() -> None:
+    intervals = [(0.0, 2.6, "synth"), (2.6, 2.6, "queue"), (2.6, 6.0, "gpu"), (7.5, 7.5, "queue")]
+    # Columns of 1 s from 0: synthesis keeps column 2 (0.6 s of it against 0.4 s on the GPU), the
+    # instant pickup shows nowhere beside them; column 6 is empty; column 7 has only an instant.
+    assert dominants(intervals, 0.0, 1.0, 9) == [0, 0, 0, 2, 2, 2, None, 3, None]
+
+
+def test_a_tie_goes_to_the_first_interval_and_a_lone_instant_still_shows() -> None:
+    assert dominants([(0.0, 0.5, "a"), (0.5, 1.0, "b")], 0.0, 1.0, 1) == [0]
+    assert dominants([(3.0, 3.0, "x"), (3.2, 3.2, "y")], 3.0, 1.0, 2) == [0, None]
+
+
+def test_a_lane_of_thousands_of_holds_is_drawn_hold_by_hold() -> None:
+    holds = [(float(n), n + 0.9, "busy") for n in range(5000)]
+    hits = dominants(holds, 0.0, 1.0, 5000)
+    assert hits == list(range(5000))
