@@ -301,6 +301,7 @@ def snapshot_from_status(document: dict[str, Any], t: float, partitions: bool = 
             status_json_failed=int(counters["total_failed"]),
             srs_resident=_resident_srs(document),
             partitions=_partition_rows(document) if partitions else (),
+            worker_gpus=tuple(f"{int(w['worker_id'])}\t{int(w['gpu_ordinal'])}" for w in workers) if partitions else (),
             srs_resident_bytes=_allocated(document, "srs"),
             pce_resident_bytes=_allocated(document, "pce"),
         )

@@ -464,6 +464,9 @@ class StatusSnapshot:
     # Per partition, "job_id<TAB>index<TAB>state<TAB>synth_ms<TAB>gpu_ms<TAB>worker" (empty fields: none):
     # recorded only for a daemon watched without its log, whose waterfall is drawn from them.
     partitions: tuple[str, ...] = ()
+    # Per GPU worker, "worker_id<TAB>gpu_ordinal" (status.rs GpuWorkerSnapshot), recorded with ``partitions``:
+    # which GPU each lane of that waterfall is on.
+    worker_gpus: tuple[str, ...] = ()
     # The circuit ids of ``allocations.srs`` (status.rs): the SRS really resident now (None: not reported).
     srs_resident: tuple[str, ...] | None = None
     # /status "allocations" (status.rs): bytes of SRS and PCE entries held now; None where not reported.

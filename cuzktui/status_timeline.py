@@ -18,7 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from .events import EngineStarted, LogEvent, ProofAssembled, ProofFailedLine, StatusSnapshot, TimelineEvent
+from . import daemon_messages as M
+from .events import EngineStarted, LogEvent, LogRecord, ProofAssembled, ProofFailedLine, StatusSnapshot, TimelineEvent
 
 # The order a partition moves in; a poll may skip states, whose events are then filled in.
 _ORDER: Final = ("pending", "synthesizing", "synth_done", "gpu", "done")
@@ -44,6 +45,7 @@ class StatusTimeline:
         self._anchored = False
         self._partitions: dict[tuple[str, int], _Seen] = {}
         self._finished: set[str] = set()
+        self._worker_gpus: dict[str, str] = {}
 
     def events(self, snapshot: StatusSnapshot) -> list[LogEvent]:
         out: list[LogEvent] = []
@@ -53,6 +55,13 @@ class StatusTimeline:
             # TIMELINE offset 0 is the engine start: uptime_secs before this poll.
             out.append(EngineStarted(snapshot.t - snapshot.uptime_secs, pipeline_enabled=True))
             self._anchored = True
+        for row in snapshot.worker_gpus:
+            worker, gpu = row.split("\t")
+            if self._worker_gpus.get(worker) != gpu:
+                # What the log's worker start line would have said (engine.rs start()): the lane's GPU.
+                self._worker_gpus[worker] = gpu
+                fields = {"worker_id": worker, "gpu": gpu}
+                out.append(LogRecord(None, "INFO", "cuzk_core::engine", M.PIPELINE_WORKER_STARTED, (), fields))
         now_ms = round(snapshot.uptime_secs * 1000)
         jobs: dict[str, list[str]] = {}
         for row in snapshot.partitions:

@@ -21,9 +21,10 @@ from pathlib import Path
 import pytest
 
 from cuzktui import events as ev
-from cuzktui.client import DaemonClient
+from cuzktui.client import DaemonClient, snapshot_from_status
 from cuzktui.live import LiveOptions
 from cuzktui.logparse import parse_line
+from cuzktui.model import SessionModel
 from cuzktui.proto import proving_pb2 as pb
 from cuzktui.samplers import GpuSampler
 from cuzktui.supervisor import engine_program
@@ -35,6 +36,7 @@ from cuzktui.ui.screens.waterfall import WaterfallScreen
 from cuzktui.ui.widgets.charts import Chart
 from cuzktui.ui.widgets.waterfall import WaterfallView, lane_label, lane_order
 from tests.conftest import fast_engine_config, small_c1
+from tests.status_bodies import partition, pipeline, status_body
 from tests.ui.fakes import FakeController, Timed, build_model
 from tests.ui.test_live_engine import BENCH_S, SIZE, Live, live_app
 from tests.ui.test_live_engine import short_dir as short_dir  # the fixture, by name (a redundant alias re-exports it)
@@ -60,6 +62,25 @@ def test_lanes_are_grouped_per_gpu_from_the_worker_start_lines() -> None:
         "GPU0 worker 3",
         "GPU1 worker 0",
     ]
+
+
+def test_lanes_of_a_daemon_watched_without_its_log_are_grouped_per_gpu() -> None:
+    """/status lists each GPU worker with its gpu_ordinal (status.rs GpuWorkerSnapshot): the lanes drawn
+    from its partition states name their GPU as the log's start lines would."""
+    model = SessionModel()
+    model.apply(ev.DaemonLaunched(999.0, "attached", None, (), None, "127.0.0.1:9820", None, "127.0.0.1:9821"))
+    job = "porep-1000-17"
+    for t, state in ((1000.0, "synth_done"), (1001.0, "gpu")):
+        body = status_body([pipeline(job, [partition(0, state, 4000, 300 if state == "gpu" else None)])])
+        body["uptime_secs"] = t - 900.0
+        idle = body["gpu_workers"][0]
+        body["gpu_workers"] = [{**idle, "worker_id": w, "gpu_ordinal": w // WORKERS_PER_GPU} for w in range(4)]
+        if state == "gpu":
+            body["gpu_workers"][3].update(state="proving", current_job=job, current_partition=0, busy_secs=0.3)
+        model.apply(snapshot_from_status(body, t, partitions=True))
+    timeline = model.timeline
+    assert [timeline.worker_gpu(w) for w in range(4)] == [0, 0, 1, 1]
+    assert [lane_label(timeline, w) for w in lane_order(timeline)] == ["GPU1 worker 3"]
 
 
 def on_gpus(events: list[Timed], gpus: int) -> list[Timed]:
