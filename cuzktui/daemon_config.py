@@ -117,6 +117,12 @@ class Config:
         """``[daemon].status_listen``; None when the /status endpoint is off."""
         return self.status_listen or None
 
+    @property
+    def emulated_gpus(self) -> list[int]:
+        """The GPU ordinals cuzk-engine emulates: ``gpus.devices`` when set (engine.rs
+        detect_gpu_ordinals takes that list as given), else 0 … ``[engine] gpus`` − 1."""
+        return self.devices or list(range(self.engine.gpus))
+
 
 def _knob_fields() -> dict[str, str]:
     """Knob name → the Config attribute it is read into (``"engine.seed"`` for the nested section)."""

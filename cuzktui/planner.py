@@ -318,7 +318,8 @@ def engine_box(
     """The box an engine with these effective config values emulates (read as the engine reads its
     ``[engine]`` section, :mod:`cuzktui.daemon_config`); ``memory_limit_bytes`` is its real cgroup
     limit, shown in the box's units."""
-    engine = config_from_values(config).engine
+    typed = config_from_values(config)
+    engine = typed.engine
     scale = engine.memory_scale
     total = engine.mem_total if engine.mem_total is not None else int(nominal_bytes(host_mem_total_bytes, scale))
     cgroup = None
@@ -329,7 +330,7 @@ def engine_box(
         mem_total_bytes=total,
         cgroup=cgroup,
         cpus=engine.cpus,
-        gpus=tuple(GpuDevice(i, "cuzk-engine emulated GPU", engine.gpu_memory) for i in range(engine.gpus)),
+        gpus=tuple(GpuDevice(i, "cuzk-engine emulated GPU", engine.gpu_memory) for i in typed.emulated_gpus),
     )
 
 
@@ -379,7 +380,9 @@ def make_report(
     auto = auto_budget(host_mem_total_bytes, margin)
     budget = cgroup_aware_budget(effective, margin)
     usable_cpus = min(cpus, math.ceil(cpu_quota)) if cpu_quota is not None else cpus
-    recommendations = recommend(effective, usable_cpus, len(gpus), margin)
+    # engine.rs detect_gpu_ordinals: the daemon proves on gpus.devices when set, else on every GPU found.
+    devices = config_from_values(config).devices
+    recommendations = recommend(effective, usable_cpus, len(devices) if devices else len(gpus), margin)
     parallel = next(r.value for r in recommendations if r.key == "max_parallel_synthesis")
     assert isinstance(parallel, int)
     workers = worker_cap(budget, parallel).workers

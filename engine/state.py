@@ -160,7 +160,7 @@ class EngineState:
         self.synth_worker_count = max(
             2, min(self.max_partitions_in_budget, config.max_parallel_synthesis or DEFAULT_MAX_PARALLEL_SYNTHESIS)
         )
-        devices = config.devices or list(range(config.engine.gpus))
+        devices = config.emulated_gpus
         per_device = max(1, config.gpu_workers_per_device) if config.pipeline_enabled else 1
         self.devices = devices
         self.workers = [

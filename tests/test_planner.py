@@ -181,6 +181,23 @@ def test_an_engine_box_is_described_not_the_host() -> None:
     assert int(small.recommendations[0].value.removesuffix("GiB")) <= 32  # type: ignore[union-attr]
 
 
+def test_gpus_devices_decides_the_gpus_planned_for() -> None:
+    # engine.rs detect_gpu_ordinals: the listed devices, not every GPU of the machine. Two GPUs
+    # sharing 12 partitions want one worker each; one GPU with all 12 wants two.
+    two = [GpuDevice(i, "NVIDIA H200", 141 * GiB) for i in range(2)]
+
+    def workers(config: dict[str, object]) -> object:
+        recommendations = _report(gpus=two, host_mem_total_bytes=1024 * GiB, cgroup=None, config=config).recommendations
+        return next(r.value for r in recommendations if r.key == "gpu_workers_per_device")
+
+    assert (workers({}), workers({"gpus.devices": [1]})) == (1, 2)
+    # The engine emulates the listed ordinals.
+    listed = planner.engine_box({"engine.gpus": 4, "gpus.devices": [1, 3]}, host_mem_total_bytes=512 * GiB)
+    assert [g.index for g in listed.gpus] == [1, 3]
+    every = planner.engine_box({"engine.gpus": 4}, host_mem_total_bytes=512 * GiB)
+    assert [g.index for g in every.gpus] == [0, 1, 2, 3]
+
+
 def test_low_memlock_small_ram_and_exposed_listen_are_warned() -> None:
     report = _report(
         cgroup=None,
