@@ -34,6 +34,7 @@ from cuzktui.ui.screens.dashboard import DashboardScreen
 from cuzktui.ui.screens.memcheck import MemcheckScreen
 from cuzktui.ui.screens.waterfall import WaterfallScreen
 from cuzktui.ui.widgets.charts import Chart
+from cuzktui.ui.widgets.panels import Panel
 from cuzktui.ui.widgets.waterfall import WaterfallView, lane_label, lane_order
 from tests.conftest import fast_engine_config, small_c1
 from tests.status_bodies import partition, pipeline, status_body
@@ -173,6 +174,14 @@ async def test_an_engine_with_several_gpus_gets_lanes_charts_and_memcheck_per_gp
         # 20 partitions reach the GPU queue and the idle workers take them in turn: every worker proves.
         await live.until(lambda: [r.label for r in view.rows] == expected, f"lanes {expected}", 10)
         assert all(row.kind == "lane" for row in view.rows)
+        # A partition's details name its worker's GPU.
+        await live.pilot.press("l", "down", "down", "enter")
+        detail = app.screen.query_one("#waterfall-detail", Panel)
+        await live.until(lambda: detail._shown is not None, "the partition's details", 10)
+        assert detail._shown is not None
+        head = detail._shown.plain.splitlines()[0]
+        worker = int(head.split("  worker ")[1].split()[0])
+        assert f"  worker {worker} on GPU{worker // WORKERS_PER_GPU}" in head, head
 
         # -- the dashboard: one chart per GPU, each on screen ------------------------------------
         await live.show("1", DashboardScreen)

@@ -93,7 +93,9 @@ class WaterfallScreen(Screen[None]):
             return
         if row.partition is not None:
             ending = model.run_ending(row.partition.job.segment)
-            detail.show(partition_detail(row.partition, span[0], ending))
+            worker = row.partition.worker
+            gpu = model.timeline.worker_gpu(worker) if worker is not None else None
+            detail.show(partition_detail(row.partition, span[0], ending, gpu))
         elif row.worker is not None:
             detail.show(lane_detail(model, row.worker, window))
         detail.set_class(True, "-open")

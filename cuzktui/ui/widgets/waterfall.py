@@ -523,9 +523,12 @@ class WaterfallView(ScrollView, can_focus=True):
         self.virtual_size = Size(self.size.width, len(self._rows) + 1)
 
 
-def partition_detail(p: Partition, origin: float, ending: str = "incomplete (daemon run ended)") -> Content:
+def partition_detail(
+    p: Partition, origin: float, ending: str = "incomplete (daemon run ended)", gpu: int | None = None
+) -> Content:
     """Timings of one partition: phase boundaries, durations, GPU_TIMING / FIN / CUZK_TIMING;
-    ``ending`` says how its daemon run took it when it is incomplete (SessionModel.run_ending)."""
+    ``ending`` says how its daemon run took it when it is incomplete (SessionModel.run_ending),
+    ``gpu`` the ordinal of its worker's GPU when known (Timeline.worker_gpu)."""
     job = p.job
 
     def at(t: float | None) -> str:
@@ -538,6 +541,7 @@ def partition_detail(p: Partition, origin: float, ending: str = "incomplete (dae
         (f"{job.job_id}", "bold"),
         f"  partition {p.index}",
         f"  worker {p.worker}" if p.worker is not None else "",
+        f" on GPU{gpu}" if p.worker is not None and gpu is not None else "",
         ("  FAILED" if p.failed else f"  {ending}" if p.incomplete else "", "bold $error"),
         (f"  replaced in the monolithic GPU queue by {job.overtaken_by}" if job.overtaken_by else "", "bold $error"),
         "\n",
