@@ -190,11 +190,7 @@ class SessionWriter:
         return config_versions(self.path)
 
     def read_meta(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.meta_path.read_text("utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
+        return read_meta(self.path)
 
     def write_meta(self, fields: Mapping[str, Any]) -> None:
         """Merge ``fields`` into meta.json (host, gpus, cgroup, memcheck, mode, …), replacing it atomically."""
@@ -633,6 +629,15 @@ def _tree_size(path: Path) -> int:
             if entry.is_file():
                 total += entry.stat().st_size
     return total
+
+
+def read_meta(directory: Path) -> dict[str, Any]:
+    """A session's meta.json as a dict ({} when it is missing or does not read)."""
+    try:
+        data = json.loads((directory / META_FILE).read_text("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def read_session_info(path: Path) -> SessionInfo | None:

@@ -16,10 +16,10 @@ from cuzktui.units import GiB
 from tests.ui.fakes import T0, FakeController, ScreenApp, bench_events
 
 
-def record(root: Path, name: str, created: float, budget: str, events: list[ev.Event]) -> Path:
+def record(root: Path, name: str, created: float, budget: str, events: list[ev.Event], **config: object) -> Path:
     writer = SessionWriter(root / name)  # not create(): its meta holds the host name and the time
     writer.write_meta({"label": name, "created": created, "mode": "engine"})
-    writer.add_config_version(build_config({"memory.total_budget": budget}))
+    writer.add_config_version(build_config({"memory.total_budget": budget, **config}))
     for event in events:
         assert not isinstance(event, ev.LogEvent)
         writer.append_event(event)
@@ -27,23 +27,32 @@ def record(root: Path, name: str, created: float, budget: str, events: list[ev.E
     return writer.path
 
 
+KILLED = (
+    "Memory cgroup out of memory: Killed process 10 (cuzk-daemon) total-vm:279920000kB, "
+    "anon-rss:267911168kB, file-rss:262144kB, shmem-rss:0kB"
+)
+
+
 def sessions_root(tmp_path: Path) -> Path:
     root = tmp_path / "sessions"
     first = [
         ev.MemorySample(T0 + 1, 200 * GiB, cgroup_limit_bytes=256 * GiB),
         ev.MemorySample(T0 + 2, 250 * GiB, cgroup_limit_bytes=256 * GiB),
-        ev.DaemonExited(T0 + 3, 10, None, 9, "oom_kill", ("exit 137",)),
+        # The spike before the kill, between two samples: only the kernel's line has it (255.75 GiB).
+        ev.DaemonExited(T0 + 3, 10, -9, 9, "oom_kill", ("exit 137", KILLED)),
         *bench_events(),
         ev.BenchFinished(T0 + 230, "b1", 2, 1, 230.0, 31.3, "completed"),
     ]
+    # An engine emulating a 256 GiB box with no cgroup: nothing kills it at 300 GiB, the real box would.
     second: list[ev.Event] = [
-        ev.MemorySample(T0 + 1, 180 * GiB, cgroup_limit_bytes=256 * GiB),
-        ev.BenchStarted(T0 + 5, "b2", "porep", 1, 1, 3),
+        ev.DaemonLaunched(T0, "engine", 11, (), None, "x", None, memory_scale=1 / 256, time_scale=0.02),
+        ev.MemorySample(T0 + 1, 300 * GiB // 256),
+        ev.BenchStarted(T0 + 5, "b2", "porep", 1, 1, 3, time_scale=0.02),
         ev.ProofFinished(T0 + 80, "b2", "porep-9", "porep", "COMPLETED", total_ms=70_000, wall_ms=75_000),
-        ev.BenchFinished(T0 + 81, "b2", 1, 0, 76.0, 47.4, "completed"),
+        ev.BenchFinished(T0 + 81, "b2", 1, 0, 76.0, 47.4, "completed", time_scale=0.02),
     ]
     record(root, "tiers-200g", T0, "200GiB", [e for e in first if not isinstance(e, ev.ProofSubmitted)])
-    record(root, "tiers-150g", T0 + 3600, "150GiB", second)
+    record(root, "tiers-150g", T0 + 3600, "150GiB", second, **{"engine.mem_total": "256GiB"})
     return root
 
 
@@ -87,14 +96,22 @@ async def test_compare_two_marked_sessions(tmp_path: Path) -> None:
         panel = app.screen.query_one("#sessions-compare", Static)
         assert panel.has_class("-shown")
         text = "\n".join(line.text for line in panel.render_lines(panel.region.reset_offset))
-        assert "47.4 proofs/hour" in text and "31.3 proofs/hour" in text
+        # Columns named by session: both labels and their times, not "engine" twice.
+        assert "2026-01-01 01:00 · tiers-150g · v001.toml" in text and "2026-01-01 00:00 · tiers-200g" in text
+        assert "47.4 proofs/hour (emulated box time)" in text and "31.3 proofs/hour (wall time)" in text
         assert "memory.total_budget" in text and "150GiB" in text and "200GiB" in text
-        assert "250 GiB of 256 GiB (98%)" in text
+        assert "256 GiB of 256 GiB (100%)" in text and "the kernel's RSS at the OOM kill" in text
+        assert "300 GiB ! above the box's 256 GiB RAM" in text
         await pilot.press("escape")
         assert not panel.has_class("-shown")
 
 
-def test_snapshot_sessions_compare(snap_compare: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("size", "theme"), [((120, 40), None), ((80, 24), "textual-light")], ids=["120x40", "80x24-light"]
+)
+def test_snapshot_sessions_compare(
+    snap_compare: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: tuple[int, int], theme: str | None
+) -> None:
     sessions_root(tmp_path)
     monkeypatch.chdir(tmp_path)  # the status line shows the root: keep it free of the tmp path
     root = Path("sessions")
@@ -107,7 +124,10 @@ def test_snapshot_sessions_compare(snap_compare: object, tmp_path: Path, monkeyp
         await app.workers.wait_for_complete()
         await pilot.pause()  # type: ignore[attr-defined]
 
-    assert snap_compare(make_app(root), terminal_size=(120, 40), run_before=compare)  # type: ignore[operator]
+    app = make_app(root)
+    if theme is not None:
+        app.theme = theme
+    assert snap_compare(app, terminal_size=size, run_before=compare)  # type: ignore[operator]
 
 
 def test_an_engine_sessions_memory_is_compared_in_the_units_of_its_box(tmp_path: Path) -> None:

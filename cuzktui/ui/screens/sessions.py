@@ -20,6 +20,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from ...config import diff
 from ...controller import Controller
+from ...figures import clock_label
 from ...units import format_size
 from ..messages import OpenReplay
 from ..widgets.header import screen_header
@@ -30,28 +31,34 @@ if TYPE_CHECKING:
 
 
 def comparison(a: SessionSummary, b: SessionSummary) -> Table:
-    """Side by side: the figures, then the knobs whose values differ."""
+    """Side by side, each column named by its session (time, label, config): the figures, then the knobs
+    whose values differ."""
 
-    def rss(s: SessionSummary) -> Text:
+    def peak(s: SessionSummary) -> Text:
         if s.peak_rss_bytes is None:
             return Text("no samples", style="dim")
-        text = Text(format_size(s.peak_rss_bytes))
+        text = Text(("≥ " if s.peak_at_least else "") + format_size(s.peak_rss_bytes))
         if s.limit_bytes:
             share = s.peak_rss_bytes / s.limit_bytes
             text.append(f" of {format_size(s.limit_bytes)} ({share:.0%})", style="bold red" if share > 0.9 else "")
+        if s.over_box_ram and s.box_ram_bytes is not None:
+            text.append(f" ! above the box's {format_size(s.box_ram_bytes)} RAM", style="bold reverse red")
+        text.append(f"\n{s.peak_source}", style="dim")
         return text
 
     def rate(s: SessionSummary) -> str:
-        return "no finished bench" if s.proofs_per_hour is None else f"{s.proofs_per_hour:.1f} proofs/hour"
+        if s.proofs_per_hour is None:
+            return "no finished bench"
+        return f"{s.proofs_per_hour:.1f} proofs/hour ({clock_label(s.time_scale)})"
 
     table = Table(expand=True, show_edge=False)
     table.add_column("", style="dim", no_wrap=True)
-    table.add_column(a.label, ratio=1)
-    table.add_column(b.label, ratio=1)
+    table.add_column(a.title, ratio=1)
+    table.add_column(b.title, ratio=1)
     table.add_row("throughput", rate(a), rate(b))
     table.add_row("proofs completed / failed", f"{a.completed} / {a.failed}", f"{b.completed} / {b.failed}")
     table.add_row("OOM kills / bench restarts", f"{a.oom_kills} / {a.restarts}", f"{b.oom_kills} / {b.restarts}")
-    table.add_row("peak RSS vs limit", rss(a), rss(b))
+    table.add_row("peak memory vs limit", peak(a), peak(b))
     table.add_row("config", a.config_name, b.config_name)
     if a.config is not None and b.config is not None:
         changes = diff(a.config, b.config)
