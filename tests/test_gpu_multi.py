@@ -270,6 +270,7 @@ def measure_helper(pid: int, held: dict[str, int]) -> list[PerGpu]:
         sampler.close()
     assert before == after, f"the sampler's figures did not settle in {STEADY_TIMEOUT_S:.0f} s: {before} / {after}"
     rows = [PerGpu(g, held.get(g.uuid, 0), after[g.index], smi.get((pid, g.uuid))) for g in gpus]
+    say(f"nvidia-smi compute apps (pid, GPU uuid): MiB = {smi}")
     for row in rows:
         say(
             f"GPU{row.gpu.index} {row.gpu.uuid}: helper pid {pid} allocated {mib(row.held)}; "
