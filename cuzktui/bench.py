@@ -39,6 +39,7 @@ from . import events as ev
 from . import proofinputs as pi
 from .client import DaemonCallError, DaemonDied, DaemonUnreachable
 from .config import ConfigDocument
+from .controller import BenchRequest
 from .daemon_config import read_config
 from .daemon_facts import BY_CLI_NAME, ProofKind
 from .diagnosis import client_view, oom_verdict
@@ -56,17 +57,6 @@ _EXIT_DIAGNOSIS_WAIT_S: Final = 10.0
 
 class BenchUsageError(ValueError):
     """Bad benchmark input (exit status 2): the message names the file or option."""
-
-
-@dataclass(frozen=True, slots=True)
-class BenchOptions:
-    kind: str  # porep | snap | wpost | winning
-    count: int
-    concurrency: int
-    input_path: Path | None = None
-    oom_retries: int = 3
-    proof_timeout_s: float = DEFAULT_PROOF_TIMEOUT_S
-    params: pi.RequestParams = field(default_factory=pi.RequestParams)
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,7 +376,7 @@ class BenchRunner:
     def __init__(
         self,
         supervisor: Supervisor,
-        options: BenchOptions,
+        options: BenchRequest,
         config_text: str,
         *,
         requests: Sequence[pb.SubmitProofRequest],
@@ -578,7 +568,7 @@ class BenchRunner:
         self._emit(ev.ProofSubmitted(time.time(), self.bench_id, request.request_id, kind))
         started = time.monotonic()
         try:
-            response = await client.prove(request, timeout=self.options.proof_timeout_s)
+            response = await client.prove(request, timeout=DEFAULT_PROOF_TIMEOUT_S)
         except (DaemonDied, DaemonUnreachable) as error:
             round_.lost_contact = f"{error} ({error.status_text})"
             return False

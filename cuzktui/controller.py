@@ -30,6 +30,9 @@ class ControllerError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class BenchRequest:
+    """A benchmark: what the Bench screen (or ``--run-bench``) asks the controller for, and what the
+    headless runner (``cuzk-tui bench``, :class:`cuzktui.bench.BenchRunner`) runs."""
+
     kind: str  # porep | snap | wpost | winning
     count: int
     concurrency: int

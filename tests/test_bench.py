@@ -15,7 +15,6 @@ from cuzktui import events as ev
 from cuzktui import proofinputs as pi
 from cuzktui.bench import (
     PAYLOAD_COPIES,
-    BenchOptions,
     BenchRunner,
     BenchUsageError,
     build_requests,
@@ -27,6 +26,7 @@ from cuzktui.bench import (
 from cuzktui.cli import build_parser
 from cuzktui.client import DaemonCallError, DaemonDied
 from cuzktui.commands.bench import request_params
+from cuzktui.controller import BenchRequest
 from cuzktui.diagnosis import CURIO_SAW
 from cuzktui.planner import cgroup_aware_budget
 from cuzktui.proto import proving_pb2 as pb
@@ -137,7 +137,7 @@ def _runner(
     config: str = SEED_CONFIG,
     memory: ev.MemorySample | None = None,
 ) -> BenchRunner:
-    options = BenchOptions(kind="porep", count=count, concurrency=2, oom_retries=retries)
+    options = BenchRequest(kind="porep", count=count, concurrency=2, oom_retries=retries)
     requests = build_requests("porep", count, input_path=None, bench_id="b")
     return BenchRunner(
         daemon,  # type: ignore[arg-type]

@@ -22,7 +22,6 @@ from pathlib import Path
 from .. import events as ev
 from .. import knob_rules, knobs
 from ..bench import (
-    BenchOptions,
     BenchRunner,
     BenchSummary,
     BenchUsageError,
@@ -35,6 +34,7 @@ from ..bench import (
     snap_commitments,
 )
 from ..config import ConfigError, build_config, load_config_or_default, save_atomic
+from ..controller import BenchRequest
 from ..daemon_config import read_config
 from ..knobs import TomlValue
 from ..planner import gather_report
@@ -57,7 +57,7 @@ from ..units import UnitError, parse_size
 @dataclass(frozen=True, slots=True)
 class _Plan:
     program: DaemonProgram
-    options: BenchOptions
+    options: BenchRequest
     config_text: str
     memory_limit: int | None
     bench_id: str
@@ -157,11 +157,11 @@ def _plan(args: argparse.Namespace) -> _Plan:
             config_text = build_config(overrides)
     except (ConfigError, ValueError) as error:
         raise BenchUsageError(str(error)) from None
-    options = BenchOptions(
+    options = BenchRequest(
         kind=args.kind,
         count=args.count,
         concurrency=args.concurrency,
-        input_path=input_path,
+        input_path=args.input or None,
         oom_retries=args.oom_retries,
         params=request_params(args),
     )
