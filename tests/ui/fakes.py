@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from textual.app import App
 from textual.screen import Screen
@@ -321,6 +321,16 @@ class FakeReplay(FakeController):
 
     def pause(self) -> None:
         self.playing = False
+
+
+_S = TypeVar("_S", bound=Screen[None])
+
+
+def current_screen(app: App[None], cls: type[_S]) -> _S:
+    """The app's screen, which must be a ``cls``."""
+    screen = app.screen
+    assert isinstance(screen, cls), f"{type(screen).__name__} shown, not {cls.__name__}"
+    return screen
 
 
 class ScreenApp(App[None]):

@@ -9,17 +9,11 @@ from cuzktui.controller import BenchRequest
 from cuzktui.model import SessionModel
 from cuzktui.ui.screens.bench import BenchScreen, proof_row, summary
 from cuzktui.ui.widgets.panels import pipeline_content
-from tests.ui.fakes import T0, FakeController, ScreenApp, bench_events
+from tests.ui.fakes import T0, FakeController, ScreenApp, bench_events, current_screen
 
 
 def make_app(fake: FakeController) -> ScreenApp:
     return ScreenApp(lambda: BenchScreen(fake), "bench")
-
-
-def screen_of(app: ScreenApp) -> BenchScreen:
-    screen = app.screen
-    assert isinstance(screen, BenchScreen)
-    return screen
 
 
 def cells(table: DataTable[object], row: int) -> list[str]:
@@ -30,7 +24,7 @@ async def test_start_sends_the_form_and_cancel_cancels() -> None:
     fake = FakeController()
     app = make_app(fake)
     async with app.run_test(size=(120, 40)) as pilot:
-        screen = screen_of(app)
+        screen = current_screen(app, BenchScreen)
         screen.query_one("#bench-kind", Select).value = "snap"
         screen.query_one("#bench-count", Input).value = "6"
         screen.query_one("#bench-concurrency", Input).value = "3"
@@ -47,7 +41,7 @@ async def test_invalid_inputs_start_nothing() -> None:
     fake = FakeController()
     app = make_app(fake)
     async with app.run_test(size=(120, 40)) as pilot:
-        screen_of(app).query_one("#bench-count", Input).value = "0"
+        current_screen(app, BenchScreen).query_one("#bench-count", Input).value = "0"
         await pilot.press("ctrl+s")
         await app.workers.wait_for_complete()
         assert fake.benches == []
@@ -60,7 +54,7 @@ async def test_results_table_grows_incrementally_with_the_restart_where_it_happe
     fake.model.apply_all(events[:4])  # started, two submitted, the first proof back
     app = make_app(fake)
     async with app.run_test(size=(120, 40)) as pilot:
-        screen = screen_of(app)
+        screen = current_screen(app, BenchScreen)
         table = screen.query_one(DataTable)
         assert table.row_count == 1
         assert cells(table, 0)[:3] == ["1", "porep-1", "COMPLETED"]
@@ -97,7 +91,7 @@ async def test_the_request_fields_go_with_the_benchmark() -> None:
     fake = FakeController()
     app = make_app(fake)
     async with app.run_test(size=(160, 40)) as pilot:
-        screen = screen_of(app)
+        screen = current_screen(app, BenchScreen)
         screen.query_one("#bench-miner_id", Input).value = "4242"
         screen.query_one("#bench-sector_num", Input).value = "9"
         screen.query_one("#bench-comm_r_old", Input).value = "ab" * 32

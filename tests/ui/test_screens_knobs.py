@@ -9,7 +9,7 @@ from cuzktui.figures import apply_stage
 from cuzktui.knobs import KNOBS
 from cuzktui.ui.modals import ConfirmModal
 from cuzktui.ui.screens.knobs import KnobField, KnobsScreen
-from tests.ui.fakes import T0, FakeController, ScreenApp
+from tests.ui.fakes import T0, FakeController, ScreenApp, current_screen
 
 RUNNING = {"memory.total_budget": "200GiB", "pipeline.max_parallel_synthesis": 12}
 
@@ -18,17 +18,11 @@ def make_app(fake: FakeController) -> ScreenApp:
     return ScreenApp(lambda: KnobsScreen(fake), "knobs")
 
 
-def screen_of(app: ScreenApp) -> KnobsScreen:
-    screen = app.screen
-    assert isinstance(screen, KnobsScreen)
-    return screen
-
-
 async def test_a_field_for_every_knob_with_running_values_and_marks() -> None:
     fake = FakeController(config=RUNNING)
     app = make_app(fake)
     async with app.run_test(size=(120, 40)):
-        screen = screen_of(app)
+        screen = current_screen(app, KnobsScreen)
         assert [f.knob.name for f in screen.fields] == [k.name for k in KNOBS]
         assert screen.field("memory.total_budget").query_one(Input).value == "200GiB"
         assert screen.field("scheduler.sort_by_type").query_one(Switch).value is True
@@ -43,7 +37,7 @@ async def test_invalid_value_shows_the_reason_as_typed_and_blocks_apply() -> Non
     fake = FakeController(config=RUNNING)
     app = make_app(fake)
     async with app.run_test(size=(120, 40)) as pilot:
-        screen = screen_of(app)
+        screen = current_screen(app, KnobsScreen)
         field = screen.field("memory.total_budget")
         field.query_one(Input).value = "1.5GiB"
         await pilot.pause()
@@ -63,7 +57,7 @@ async def test_budget_floors_and_monolithic_mode_show_as_config_check_says() -> 
     fake = FakeController(config=RUNNING)
     app = make_app(fake)
     async with app.run_test(size=(120, 40)) as pilot:
-        screen = screen_of(app)
+        screen = current_screen(app, KnobsScreen)
         budget = screen.field("memory.total_budget")
         problem = budget.query_one(".knob--problem", Static)
         budget.query_one(Input).value = "64GiB"
@@ -88,7 +82,7 @@ async def test_apply_confirms_then_sends_only_changed_keys() -> None:
     fake.on_apply = lambda f: stages.append(apply_stage(f.model, 1))
     app = make_app(fake)
     async with app.run_test(size=(120, 40)) as pilot:
-        screen = screen_of(app)
+        screen = current_screen(app, KnobsScreen)
         screen.field("pipeline.max_parallel_synthesis").query_one(Input).value = "8"
         screen.field("scheduler.sort_by_type").query_one(Switch).value = False
         await pilot.pause()
@@ -109,7 +103,7 @@ async def test_declined_apply_changes_nothing_and_errors_are_notified() -> None:
     fake.apply_error = RuntimeError("daemon did not come back")
     app = make_app(fake)
     async with app.run_test(size=(120, 40)) as pilot:
-        screen = screen_of(app)
+        screen = current_screen(app, KnobsScreen)
         screen.field("pipeline.max_parallel_synthesis").query_one(Input).value = "8"
         await pilot.pause()
         await pilot.press("ctrl+s", "n")
@@ -125,7 +119,7 @@ async def test_revert_resets_the_form_and_fill_prefills_without_applying() -> No
     fake = FakeController(config=RUNNING)
     app = make_app(fake)
     async with app.run_test(size=(120, 40)) as pilot:
-        screen = screen_of(app)
+        screen = current_screen(app, KnobsScreen)
         screen.fill({"memory.total_budget": "150GiB", "gpus.gpu_threads": 32})
         await pilot.pause()
         assert screen.changes() == {"memory.total_budget": "150GiB", "gpus.gpu_threads": 32}
@@ -139,7 +133,7 @@ async def test_read_only_disables_fields_and_hides_apply() -> None:
     fake = FakeController(config=RUNNING, read_only=True)
     app = make_app(fake)
     async with app.run_test(size=(120, 40)) as pilot:
-        screen = screen_of(app)
+        screen = current_screen(app, KnobsScreen)
         assert all(e.disabled for f in screen.query(KnobField) for e in f.query("Input, Switch"))
         assert screen.check_action("apply", ()) is False
         await pilot.press("ctrl+s")
@@ -150,7 +144,7 @@ async def test_config_applied_elsewhere_updates_untouched_fields() -> None:
     fake = FakeController(config=RUNNING)
     app = make_app(fake)
     async with app.run_test(size=(120, 40)) as pilot:
-        screen = screen_of(app)
+        screen = current_screen(app, KnobsScreen)
         screen.field("pipeline.max_parallel_synthesis").query_one(Input).value = "10"
         await pilot.pause()
         # A benchmark's OOM recovery lowered the budget and restarted the daemon.
@@ -168,7 +162,7 @@ def test_snapshot_knobs(snap_compare: object) -> None:
 
     async def edit(pilot: object) -> None:
         app = pilot.app  # type: ignore[attr-defined]
-        screen = screen_of(app)
+        screen = current_screen(app, KnobsScreen)
         screen.field("memory.total_budget").query_one(Input).value = "1.5GiB"
         screen.field("pipeline.max_parallel_synthesis").query_one(Input).value = "8"
         await pilot.pause()  # type: ignore[attr-defined]
@@ -181,7 +175,7 @@ async def test_apply_during_a_benchmark_says_the_controller_refuses_and_asks_not
     fake.bench_is_running = True
     app = make_app(fake)
     async with app.run_test(size=(120, 40)) as pilot:
-        screen = screen_of(app)
+        screen = current_screen(app, KnobsScreen)
         screen.field("pipeline.max_parallel_synthesis").query_one(Input).value = "8"
         await pilot.pause()
         await pilot.press("ctrl+s")
@@ -192,7 +186,7 @@ async def test_apply_during_a_benchmark_says_the_controller_refuses_and_asks_not
 async def test_boolean_knobs_say_true_or_false_and_follow_the_switch() -> None:
     app = make_app(FakeController(config=RUNNING))
     async with app.run_test(size=(120, 40)) as pilot:
-        field = screen_of(app).field("scheduler.sort_by_type")
+        field = current_screen(app, KnobsScreen).field("scheduler.sort_by_type")
         word = field.query_one(".knob--bool", Static)
         assert str(word.render()) == "true"
         field.query_one(Switch).value = False
@@ -205,7 +199,7 @@ async def test_at_80x24_every_value_and_its_help_are_on_screen_width() -> None:
     go under the form and each field's value and help get the width (no horizontal scroll)."""
     app = make_app(FakeController(config=RUNNING))
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = screen_of(app)
+        screen = current_screen(app, KnobsScreen)
         form = screen.query_one("#knobs-form")
         assert form.region.width >= 76 and form.max_scroll_x == 0
         side = screen.query_one("#knobs-side")
