@@ -241,9 +241,18 @@ class SessionModel:
             self.last_t = t
 
     def _apply(self, event: ev.Event) -> bool:
-        if type(event) in _TIMELINE_ONLY:
+        kind = type(event)
+        if kind in _TIMELINE_ONLY:
             # The bulk of a log (TIMELINE, worker timings): only the waterfall reads them.
             return self.timeline.apply(cast(ev.LogEvent, event))
+        if kind in _TIMED_DETAILS:
+            # GPU_TIMING / FIN_TIMING, a fifth of a busy log: what _apply_log does for them, without its chain.
+            timing = cast(ev.GpuTiming | ev.FinTiming, event)
+            self._observe_time(timing.ts)
+            changed = self.timeline.apply(timing)
+            if len(self.timeline.overtaken) > self._overtaken_seen:
+                self._notice_overtaken(timing.ts)
+            return changed
         if isinstance(event, ev.MemorySample):
             self._observe_time(event.t)
             self._add_memory(event)
@@ -582,3 +591,5 @@ def model_of(
 
 # Log events that carry no printed time and that nothing but the timeline reads.
 _TIMELINE_ONLY: Final = frozenset({ev.TimelineEvent, ev.CuzkTiming, ev.NttTiming})
+# Log events with a printed time that nothing but the timeline reads.
+_TIMED_DETAILS: Final = frozenset({ev.GpuTiming, ev.FinTiming})
