@@ -1,8 +1,9 @@
 """Ingest throughput: parse_line and the Timeline against a bare line loop, on a synthetic log.
 
-The log imitates a busy PoRep run (docs/daemon-interface.md §4): per partition six TIMELINE lines, the
-synthesis and GPU human lines (inside their spans), GPU_TIMING / FIN_TIMING and the C++
-CUZK_TIMING lines; every other job's human lines carry ANSI colour (the daemon's default).
+The log imitates a busy PoRep run (docs/daemon-interface.md §4) line for line as the engine writes one
+(see LINES_PER_JOB): per partition six TIMELINE lines, the synthesis and GPU human lines (inside their
+spans), GPU_TIMING / FIN_TIMING, the pinned pool and the C++ CUZK_TIMING / CUZK_NTT_H lines; every other
+job's human lines carry ANSI colour (the daemon's default).
 
     .venv/bin/python benchmarks/ingest.py [--jobs N] [--repeat R]
 
