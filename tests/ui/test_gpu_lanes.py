@@ -183,6 +183,17 @@ async def test_an_engine_with_several_gpus_gets_lanes_charts_and_memcheck_per_gp
         worker = int(head.split("  worker ")[1].split()[0])
         assert f"  worker {worker} on GPU{worker // WORKERS_PER_GPU}" in head, head
 
+        # -- memcheck: each GPU of the emulated box ----------------------------------------------
+        report = controller.memcheck_report()
+        assert [g.index for g in report.gpus] == list(range(gpus))
+        await live.show("5", MemcheckScreen)
+        facts = app.screen.query_one("#memcheck-facts")
+        await live.until(lambda: "GPUs" in str(facts.render()), "the memcheck facts are shown", 30)
+        gpu_row = next(line for line in str(facts.render()).splitlines() if line.startswith("GPUs"))
+        assert f"{gpus} emulated by cuzk-engine" in gpu_row
+        for index in range(gpus):
+            assert f"{index}: cuzk-engine emulated GPU" in gpu_row
+
         # -- the dashboard: one chart per GPU, each on screen ------------------------------------
         await live.show("1", DashboardScreen)
         model = controller.model
@@ -198,14 +209,3 @@ async def test_an_engine_with_several_gpus_gets_lanes_charts_and_memcheck_per_gp
             assert chart._spec is not None and chart._spec.title.startswith(f"GPU{index} cuzk-engine emulated GPU")
             assert chart.region.height >= 3 and chart.region.bottom <= SIZE[1], (index, chart.region)
             assert any(line.label == "mem" for line in chart._spec.lines)  # the emulated VRAM, in % of its total
-
-        # -- memcheck: each GPU of the emulated box ----------------------------------------------
-        report = controller.memcheck_report()
-        assert [g.index for g in report.gpus] == list(range(gpus))
-        await live.show("5", MemcheckScreen)
-        facts = app.screen.query_one("#memcheck-facts")
-        await live.until(lambda: "GPUs" in str(facts.render()), "the memcheck facts are shown", 30)
-        gpu_row = next(line for line in str(facts.render()).splitlines() if line.startswith("GPUs"))
-        assert f"{gpus} emulated by cuzk-engine" in gpu_row
-        for index in range(gpus):
-            assert f"{index}: cuzk-engine emulated GPU" in gpu_row
