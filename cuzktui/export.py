@@ -120,7 +120,7 @@ def _job_events(timeline: Timeline) -> list[dict[str, Any]]:
                 args.update({f"CUZK_TIMING {k}": v for k, v in p.cuzk_timing.items()})
                 args.update({f"CUZK_NTT_H {k}": v for k, v in p.ntt_timing.items()})
                 holds.append(_Hold(p.worker, p.gpu_start, p.gpu_end, args))
-    return events + _gpu_events(holds)
+    return events + _gpu_events(holds, timeline)
 
 
 class _Hold(NamedTuple):
@@ -130,8 +130,9 @@ class _Hold(NamedTuple):
     args: dict[str, Any]
 
 
-def _gpu_events(holds: list[_Hold]) -> list[dict[str, Any]]:
-    """Each GPU hold on the first thread of its worker that is free at its start."""
+def _gpu_events(holds: list[_Hold], timeline: Timeline) -> list[dict[str, Any]]:
+    """Each GPU hold on the first thread of its worker that is free at its start; a thread's name
+    says the worker's GPU when the log named it (Timeline.worker_gpu)."""
     placed: list[dict[str, Any]] = []
     thread_ends: dict[int, list[float]] = {}  # worker -> end of the last event on each of its threads
     named: set[int] = set()
@@ -145,7 +146,9 @@ def _gpu_events(holds: list[_Hold]) -> list[dict[str, Any]]:
         tid = worker + slot * _OVERLAP_STRIDE
         if tid not in named:
             named.add(tid)
-            label = f"GPU worker {worker}" + (f" (overlap {slot})" if slot else "")
+            gpu = timeline.worker_gpu(worker)
+            label = f"GPU worker {worker}" + (f" on GPU{gpu}" if gpu is not None else "")
+            label += f" (overlap {slot})" if slot else ""
             placed.append(_meta("thread_name", WORKERS_PID, label, tid))
         placed.append(_complete("gpu", WORKERS_PID, tid, start, end, args))
     return placed

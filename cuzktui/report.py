@@ -112,7 +112,7 @@ def _job_entry(job: Job, model: SessionModel, exits: dict[int, ev.DaemonExited],
 def _gpu(timeline: Timeline, scale: float) -> dict[str, Any]:
     span = timeline.time_span()
     if span is None:
-        return {"busy_share": {}, "idle_gaps": {}}
+        return {"busy_share": {}, "idle_gaps": {}, "worker_gpu": {}}
     start, end = span
     min_gap = (end - start) * _GAP_SHARE
     busy = timeline.busy_fraction(start, end)
@@ -120,7 +120,12 @@ def _gpu(timeline: Timeline, scale: float) -> dict[str, Any]:
     for worker in busy:
         found = sorted(timeline.idle_gaps(worker, start, end, min_gap), key=lambda g: g[0] - g[1])[:_GAPS_LISTED]
         gaps[str(worker)] = [{"start": a, "end": b, "seconds": round((b - a) * scale, 3)} for a, b in sorted(found)]
-    return {"busy_share": {str(w): round(f, 4) for w, f in busy.items()}, "idle_gaps": gaps}
+    return {
+        "busy_share": {str(w): round(f, 4) for w, f in busy.items()},
+        "idle_gaps": gaps,
+        # The GPU ordinal each worker proves on, where the log's worker start line was read.
+        "worker_gpu": {str(w): gpu for w in busy if (gpu := timeline.worker_gpu(w)) is not None},
+    }
 
 
 def build_report(model: SessionModel, source: str, time_scale: float | None = None) -> dict[str, Any]:
@@ -210,7 +215,8 @@ def render_text(report: dict[str, Any]) -> str:
         gaps = gpu["idle_gaps"].get(worker, [])
         longest = max((g["seconds"] for g in gaps), default=None)
         gap_text = f", {len(gaps)} idle gaps (longest {_seconds(longest)})" if gaps else ""
-        lines.append(f"GPU worker {worker}: busy {share:.0%}{gap_text}")
+        on = f" on GPU{gpu['worker_gpu'][worker]}" if worker in gpu["worker_gpu"] else ""
+        lines.append(f"GPU worker {worker}{on}: busy {share:.0%}{gap_text}")
     lines.append(f"evictions: {len(report['evictions'])}   budget stalls: {len(report['budget_stalls'])}")
     for stall in report["budget_stalls"][:1]:
         lines.append(

@@ -79,7 +79,8 @@ def test_every_track_is_named() -> None:
     for e in x_events(trace):
         assert e["pid"] in processes and (e["pid"], e["tid"]) in threads
     assert processes[1] == "GPU workers"
-    assert {threads[(1, 0)], threads[(1, 1)]} == {"GPU worker 0", "GPU worker 1"}
+    # The log's worker start lines (engine.rs start()) put both workers on GPU 0.
+    assert {threads[(1, 0)], threads[(1, 1)]} == {"GPU worker 0 on GPU0", "GPU worker 1 on GPU0"}
     assert "job porep-1000-3 (daemon run 2) — completed" in processes.values()
 
 

@@ -20,7 +20,7 @@ from cuzktui.client import snapshot_from_status
 from cuzktui.controller import ControllerError
 from cuzktui.model import SessionModel
 from cuzktui.replay import ReplayController
-from cuzktui.report import build_report
+from cuzktui.report import build_report, render_text
 from cuzktui.session import SessionWriter, load_session
 
 T0_TEXT = "2026-05-01T07:00:"
@@ -416,6 +416,15 @@ def test_export_report_and_replay_agree_on_an_oom_killed_session(tmp_path: Path)
     names = [e["args"]["name"] for e in json.loads(out.read_text())["traceEvents"] if e.get("name") == "process_name"]
     assert any(n.startswith("job porep-killed") and n.endswith("incomplete") for n in names)
     assert any(n.startswith("job porep-done") and n.endswith("completed") for n in names)
+
+
+def test_each_gpu_workers_gpu_is_named(tmp_path: Path) -> None:
+    # engine.rs start(): worker 0 is on GPU 1 (gpus.devices = [1]); the report says so per worker.
+    started = human(1.0, "pipeline GPU worker started", worker_id=0, gpu=1, sub_id=0)
+    path = write_log(tmp_path, [*startup(), started, *partitioned_job("porep-1", 0), assembled(3.5, "porep-1")])
+    report = report_of(path)
+    assert report["gpu"]["worker_gpu"] == {"0": 1}
+    assert "GPU worker 0 on GPU1: busy" in render_text(report)
 
 
 def test_report_json_has_the_documented_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
