@@ -37,7 +37,7 @@ from platformdirs import user_state_dir
 from . import events as ev
 from .config import ConfigError, load_config
 from .events import Stream
-from .logparse import event_line_starts, is_inert, parse_line
+from .logparse import event_line_starts, is_inert, parse_line, strip_ansi
 from .model import SessionModel, model_of
 from .session_layout import CONFIG_DIR, DAEMON_LOG, EVENTS_FILE, META_FILE, config_versions
 
@@ -292,8 +292,11 @@ class LogFollower:
         lines = self._tail.event_lines(final, details) if skip else self._tail.lines(final, limit)
         for raw in lines:
             text = raw.decode("utf-8", "replace").rstrip("\r")
-            if skip and is_inert(text, details):
-                continue
+            if skip:
+                # Colour stripped once here, not in both is_inert and parse_line (half a coloured log).
+                text = strip_ansi(text)
+                if is_inert(text, details):
+                    continue
             event = parse_line(text, Stream.UNKNOWN)
             ts = getattr(event, "ts", None)
             if isinstance(ts, float) and ts > self._key:
