@@ -126,3 +126,25 @@ def test_an_engine_bench_is_shown_in_box_time_and_a_lost_proof_without_timings()
     assert "completed 1 · failed 1 (1 lost: no answer)" in text
     assert "0 done · 0 failed · 1 lost (benchmark, no answer)" in pipeline_content(model).plain
     assert "(Σ: summed over partitions)" in text
+
+
+async def test_at_80x24_the_fields_are_labelled_whole_and_the_results_keep_their_rows() -> None:
+    """Bordered fields at 80 columns cut the request labels ("randomne") and left the table three rows:
+    narrow, the fields are compact and every label and every result row is on screen."""
+    fake = FakeController()
+    fake.model.apply_all(bench_events())
+    app = make_app(fake)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        screen = screen_of(app)
+        assert screen.has_class("-narrow")
+        for label in screen.query("#bench-form Label, #bench-request Label"):
+            assert label.region.width >= len(str(label.render())) or label.parent is screen.query_one(
+                "#bench-input-col"
+            ), str(label.render())
+        table = screen.query_one("#bench-results", DataTable)
+        assert table.region.bottom <= 23 and table.region.height - 1 >= table.row_count  # header + every row
+        assert all(field.compact for field in screen.query(Input))
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        assert not screen.has_class("-narrow") and not any(field.compact for field in screen.query(Input))

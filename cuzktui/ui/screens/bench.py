@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -22,7 +23,7 @@ from ...daemon_facts import CLI_KINDS
 from ...figures import clock_label
 from ...model import BenchState
 from ...proofinputs import DEFAULT_MINER, InputError, RequestParams, parse_hex32
-from ..widgets.header import screen_header
+from ..widgets.header import follow_width, screen_header
 
 # Σ: the daemon sums synthesis_ms and gpu_compute_ms over a proof's partitions (engine.rs,
 # process_partition_result), so they can exceed the proof's wall time.
@@ -133,6 +134,14 @@ class BenchScreen(Screen[None]):
         #bench-summary { height: auto; padding: 0 1; margin-bottom: 1; }
         #bench-results { height: 1fr; }
     }
+    /* Narrow (header.NARROW_WIDTH: 80x24), the fields lose their borders (follow_width makes them
+       compact) so the results keep rows to show, and the 32-byte hex fields get the width left. */
+    BenchScreen.-narrow {
+        #bench-form > Vertical { width: 12; }
+        #bench-form > #bench-kind-col { width: 14; }
+        #bench-request > Vertical { width: 10; }
+        #bench-progress { margin: 0 1; }
+    }
     """
 
     def __init__(self, controller: Controller) -> None:
@@ -188,6 +197,12 @@ class BenchScreen(Screen[None]):
         table.add_column(COLUMNS[-1], width=NOTE_WIDTH)
         yield table
         yield Footer()
+
+    def on_resize(self, event: events.Resize) -> None:
+        narrow = follow_width(self, event.size.width)
+        for field in self.query("#bench-form Input, #bench-form Select, #bench-request Input"):
+            if isinstance(field, Input | Select):
+                field.compact = narrow
 
     def on_mount(self) -> None:
         self.refresh_from_model()

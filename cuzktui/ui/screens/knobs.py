@@ -30,7 +30,7 @@ from ...knob_rules import MONOLITHIC_INERT, budget_problems, parse_cli_value, va
 from ...knobs import KNOBS_BY_NAME, LEVELS, Knob, KnobType, KnobValueError, Problem, Severity, Status, knobs_by_section
 from ..messages import KnobEdits
 from ..modals import ConfirmModal
-from ..widgets.header import screen_header
+from ..widgets.header import follow_width, screen_header
 
 # Rich styles, not CSS classes: the badge is part of a Text that wraps with the summary.
 _BADGES = {
@@ -187,11 +187,6 @@ def drain_text(in_flight: list[str]) -> Text:
     return text
 
 
-NARROW_WIDTH = 110
-"""Below this many columns the form takes the whole width (30 for the name, the rest for the value)
-and the changes go under it: beside it, the 44-column side panel leaves the form only its labels."""
-
-
 class KnobsScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+s", "apply", "Apply", priority=True),
@@ -212,8 +207,8 @@ class KnobsScreen(Screen[None]):
         #knobs-progress LoadingIndicator { height: 1; }
         Collapsible { padding-bottom: 0; }
     }
-    /* Below NARROW_WIDTH the side panel beside the form would leave the form its labels only:
-       it goes under the form, and the help starts under the name instead of beside it. */
+    /* Narrow (header.NARROW_WIDTH), the 44-column side panel beside the form would leave the form its
+       labels only: it goes under the form, and the help starts under the name instead of beside it. */
     KnobsScreen.-narrow {
         #knobs-body { layout: vertical; }
         #knobs-form { width: 1fr; height: 1fr; }
@@ -256,9 +251,7 @@ class KnobsScreen(Screen[None]):
         yield Footer()
 
     def on_resize(self, event: events.Resize) -> None:
-        # A class set here rather than Textual's HORIZONTAL_BREAKPOINTS, whose ClassVar-in-a-union
-        # annotation mypy --strict rejects when a subclass overrides it.
-        self.set_class(event.size.width < NARROW_WIDTH, "-narrow")
+        follow_width(self, event.size.width)
 
     def on_mount(self) -> None:
         if self._pending_fill:

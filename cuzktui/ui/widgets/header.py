@@ -3,13 +3,30 @@
 Textual's Header centres "title — subtitle", so on a narrow terminal the status (the part that changes)
 was the part cut off. Here the status comes first and is never cut; the title (who we talk to, a path
 that can be long) takes what room is left and ends in an ellipsis.
+
+NARROW_WIDTH and follow_width: the width below which a screen takes its narrow layout.
 """
 
 from __future__ import annotations
 
 from textual.app import App
 from textual.content import Content
+from textual.screen import Screen
 from textual.widgets import Static
+
+NARROW_WIDTH = 110
+"""Below this many columns (an 80x24 terminal) the form screens stack what they place side by side."""
+
+
+def follow_width(screen: Screen[None], width: int) -> bool:
+    """Give ``screen`` the ``-narrow`` class below NARROW_WIDTH (its CSS lays it out for that); True when narrow.
+
+    Set from on_resize rather than Textual's HORIZONTAL_BREAKPOINTS, whose ClassVar-in-a-union annotation
+    mypy --strict rejects when a screen overrides it.
+    """
+    narrow = width < NARROW_WIDTH
+    screen.set_class(narrow, "-narrow")
+    return narrow
 
 
 class StatusHeader(Static):
