@@ -5,7 +5,8 @@ so no other tmux server is touched, and ``-f`` a config of our own so no user co
 The test reads the screen with ``capture-pane``, switches to the Bench screen, finds the
 benchmark's summary, quits with ``q`` and chooses "stop" in the dialog; the TUI must exit with
 status 0 and leave no daemon behind. Another run leaves a benchmark running, pastes the printed
-attach line and finds the benchmark on the Bench screen. The tmux server is killed in teardown
+attach line and finds the benchmark on the Bench screen (at once, then its results), and the
+session's waterfall separator calls the runner's daemon run a benchmark hand-over. The tmux server is killed in teardown
 whatever happens.
 Textual draws on stderr, so nothing is redirected.
 """
@@ -32,7 +33,8 @@ import pytest
 from cuzktui import events as ev
 from cuzktui.config import ConfigDocument
 from cuzktui.daemon_address import DAEMON_DEFAULT_LISTEN
-from cuzktui.session import iter_session_events
+from cuzktui.session import iter_session_events, load_session
+from cuzktui.waterfall_layout import RunBoundary, run_boundary
 from tests.conftest import alive, fast_engine_config, standin_daemon_on_path
 
 pytestmark = [
@@ -259,9 +261,17 @@ def test_leave_running_prints_one_attach_line_that_shows_the_benchmark_again(e2e
     tmux.run("respawn-pane", "-k", "-t", tmux.server, str(CUZK_TUI), *shlex.split(attach)[1:])
     tmux.wait_for(lambda s: "attached to" in s, "the attached TUI", 60)
     tmux.keys("4")
+    # At once the benchmark it left, never "No benchmark yet"; then its results as it ends.
+    shown = tmux.wait_for(lambda s: "porep × 20, concurrency 1" in s, "the detached benchmark on the Bench screen", 30)
+    assert "No benchmark yet" not in shown, shown
     tmux.wait_for(
         lambda s: "completed 20 · failed 0" in s, "the detached benchmark's results after re-attaching", BENCH_S
     )
+    # The session tells the hand-over for what it was: the runner's daemon run is no failure.
+    _, model = load_session(e2e.session)
+    assert [run_boundary(model, s.index) for s in model.timeline.segments[1:]] == [
+        RunBoundary("benchmark hand-over", False)
+    ]
     tmux.keys("q")
     with contextlib.suppress(AssertionError):
         tmux.wait_for(lambda s: "Still running" in s, "the quit dialog", 5)
