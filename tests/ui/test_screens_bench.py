@@ -136,7 +136,7 @@ async def test_at_80x24_the_fields_are_labelled_whole_and_the_results_keep_their
     app = make_app(fake)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        screen = screen_of(app)
+        screen = current_screen(app, BenchScreen)
         assert screen.has_class("-narrow")
         for label in screen.query("#bench-form Label, #bench-request Label"):
             assert label.region.width >= len(str(label.render())) or label.parent is screen.query_one(
