@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import shlex
 import signal
@@ -43,8 +42,7 @@ from .metrics import MetricsExporter
 from .model import SessionModel
 from .planner import memcheck_for
 from .recording import DaemonRecorder
-from .session import SessionFollower, SessionWriter, list_sessions
-from .session_layout import META_FILE
+from .session import SessionFollower, SessionWriter, list_sessions, read_meta
 from .supervisor import (
     DaemonProgram,
     DaemonStartError,
@@ -118,12 +116,8 @@ def find_detached_session(address: str, root: Path | None = None) -> Path | None
     attaching to that address again continues that session, so the Bench screen shows the benchmark.
     """
     for info in reversed(list_sessions(root)):
-        try:
-            meta = json.loads((info.path / META_FILE).read_text("utf-8"))
-        except (OSError, ValueError):
-            continue
-        left = meta.get("left_running") if isinstance(meta, dict) else None
-        pid = meta.get("bench_pid") if isinstance(meta, dict) else None
+        meta = read_meta(info.path)
+        left, pid = meta.get("left_running"), meta.get("bench_pid")
         if isinstance(left, dict) and left.get("listen") == address and isinstance(pid, int) and psutil.pid_exists(pid):
             return info.path
     return None

@@ -431,6 +431,13 @@ class SessionFollower:
         return list(self.iter_new(log_limit=POLL_LOG_BYTES))
 
 
+def iter_observed(directory: Path | str) -> Iterator[ev.ObservedEvent]:
+    """The observed events recorded so far in a session's events.jsonl, without its log (a line still
+    being written waits; a damaged one is a Notice, see _EventsReader): a running trial's figures."""
+    for _, event in _EventsReader(Path(directory) / EVENTS_FILE).read(final=False):
+        yield typing.cast(ev.ObservedEvent, event)
+
+
 def iter_session_events(directory: Path | str, log_path: Path | str | None = None) -> Iterator[ev.Event]:
     """Every event of a recorded session in time order (tests and quick scans)."""
     return SessionFollower(directory, log_path).iter_new(final=True)
@@ -487,16 +494,11 @@ class RecordedSession:
 def _unreadable_files(directory: Path) -> list[str]:
     """meta.json and the config versions that do not read, and what is not known without them."""
     problems: list[str] = []
-    meta_path = directory / META_FILE
-    try:
-        meta = json.loads(meta_path.read_bytes())
-    except FileNotFoundError:
-        meta = {}
-    except (OSError, ValueError) as error:
-        meta = error
-    if not isinstance(meta, dict):
-        why = meta if isinstance(meta, Exception) else f"a JSON {type(meta).__name__}, not an object"
-        problems.append(f"{meta_path}: unreadable ({why}); the session's host, GPU and cgroup facts are not known")
+    _, why = _load_meta(directory)
+    if why is not None:
+        problems.append(
+            f"{directory / META_FILE}: unreadable ({why}); the session's host, GPU and cgroup facts are not known"
+        )
     for version in config_versions(directory):
         try:
             load_config(version)
@@ -634,27 +636,30 @@ def _tree_size(path: Path) -> int:
     return total
 
 
+def _load_meta(directory: Path) -> tuple[dict[str, Any], str | None]:
+    """A session's meta.json as a dict ({} when it is missing or does not read), and why it does not
+    read (None: it does, or there is none)."""
+    try:
+        data = json.loads((directory / META_FILE).read_bytes())
+    except FileNotFoundError:
+        return {}, None
+    except (OSError, ValueError) as error:
+        return {}, str(error)
+    if not isinstance(data, dict):
+        return {}, f"a JSON {type(data).__name__}, not an object"
+    return data, None
+
+
 def read_meta(directory: Path) -> dict[str, Any]:
     """A session's meta.json as a dict ({} when it is missing or does not read)."""
-    try:
-        data = json.loads((directory / META_FILE).read_text("utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return _load_meta(directory)[0]
 
 
 def read_session_info(path: Path) -> SessionInfo | None:
     """Summary of one session directory; None when it is not one."""
-    try:
-        meta = json.loads((path / META_FILE).read_text("utf-8"))
-    except FileNotFoundError:
-        if not (path / EVENTS_FILE).exists() and not (path / DAEMON_LOG).exists():
-            return None
-        meta = {}
-    except (OSError, ValueError):
-        meta = {}
-    if not isinstance(meta, dict):
-        meta = {}
+    if not any((path / name).exists() for name in (META_FILE, EVENTS_FILE, DAEMON_LOG)):
+        return None
+    meta = read_meta(path)
     created = meta.get("created")
     if not isinstance(created, int | float):
         created = path.stat().st_mtime

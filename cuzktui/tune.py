@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol
 
+from . import events as ev
 from .config import ConfigDocument, save_atomic
 from .daemon_facts import (
     BY_CLI_NAME,
@@ -45,6 +46,7 @@ from .daemon_facts import (
 )
 from .knobs import Severity, TomlValue
 from .planner import MemcheckReport, partitions_in_budget
+from .session import iter_observed, read_meta
 from .units import GiB, UnitError, format_size, parse_size
 
 # The tuned knobs, in the order the search tries their neighbours. ``scheduler.max_batch_size`` is
@@ -658,26 +660,16 @@ def read_trial_session(session: Path, memory_scale: float) -> SessionFigures:
     ooms = 0
     started: float | None = None
     times: list[float] = []
-    events = session / "events.jsonl"
-    if events.exists():
-        for line in events.read_text().splitlines():
-            try:
-                data = json.loads(line)
-            except ValueError:
-                continue  # a line being written
-            kind = data.get("type")
-            if kind == "MemorySample" and data.get("rss_bytes"):
-                peak = max(peak, int(data["rss_bytes"]))
-            elif kind == "DaemonExited" and data.get("cause") == "oom_kill":
-                ooms += 1
-            elif kind == "ProofSubmitted" and started is None:
-                started = float(data["t"])
-            elif kind == "ProofFinished" and data.get("status") == "COMPLETED" and started is not None:
-                times.append(float(data["t"]) - started)
-    try:
-        meta = json.loads((session / "meta.json").read_text())
-    except (OSError, ValueError):
-        meta = {}
+    for event in iter_observed(session):
+        if isinstance(event, ev.MemorySample) and event.rss_bytes:
+            peak = max(peak, event.rss_bytes)
+        elif isinstance(event, ev.DaemonExited) and event.cause == "oom_kill":
+            ooms += 1
+        elif isinstance(event, ev.ProofSubmitted) and started is None:
+            started = event.t
+        elif isinstance(event, ev.ProofFinished) and event.status == "COMPLETED" and started is not None:
+            times.append(event.t - started)
+    meta = read_meta(session)
     peak = max(peak, int(meta.get("cgroup_peak_bytes") or 0))
     return SessionFigures(int(peak / memory_scale) if peak else None, ooms, tuple(sorted(times)), started)
 
@@ -685,10 +677,7 @@ def read_trial_session(session: Path, memory_scale: float) -> SessionFigures:
 def _enforced_limit(session: Path, memory_scale: float) -> int | None:
     """The limit the kernel enforced on the trial, in the box's bytes: the modelled limit plus the bench's
     allowance for the inputs in flight (session meta ``cgroup``, written by the supervisor)."""
-    try:
-        cgroup = json.loads((session / "meta.json").read_text()).get("cgroup")
-    except (OSError, ValueError):
-        return None
+    cgroup = read_meta(session).get("cgroup")
     if not isinstance(cgroup, dict) or not cgroup.get("limit_bytes"):
         return None
     return int((cgroup["limit_bytes"] + (cgroup.get("payload_allowance_bytes") or 0)) / memory_scale)

@@ -17,7 +17,7 @@ from cuzktui.cli import main
 from cuzktui.config import ConfigDocument, build_config
 from cuzktui.daemon_facts import MEASURED_BASE_RSS, MEASURED_RSS_PER_PARTITION
 from cuzktui.planner import make_report
-from cuzktui.session import iter_session_events
+from cuzktui.session import SessionWriter, iter_session_events
 from cuzktui.tune import (
     BenchTrialRunner,
     Box,
@@ -32,6 +32,7 @@ from cuzktui.tune import (
     load_state,
     partitions_at_once,
     partitions_held,
+    read_trial_session,
     run_search,
     save_state,
     start_knobs,
@@ -212,6 +213,23 @@ def test_a_short_search_on_the_engine_as_a_256_gib_box_beats_the_starting_config
     )
     assert check.returncode == 0, check.stdout
     assert out.read_text().startswith(config.read_text())  # the operator's lines as they were; changes added
+
+
+def test_a_trials_figures_come_from_its_session_past_a_torn_line_and_the_cgroup_high_water_mark(
+    tmp_path: Path,
+) -> None:
+    session = SessionWriter(tmp_path / "trial")
+    t0 = 1777618800.0
+    session.append_event(ev.ProofSubmitted(t0, "b", "porep-1000-1", "porep"))
+    session.append_event(ev.MemorySample(t0 + 1, 3 * GiB // 256))
+    with session.events_path.open("ab") as f:
+        f.write(b'{"type":"MemorySample","t":1777618802.0,"rss_b')  # torn by a full disk, then appended to
+    session.append_event(ev.DaemonExited(t0 + 3, 7, -9, 9, "oom_kill", ()))
+    session.append_event(ev.ProofFinished(t0 + 10, "b", "porep-1000-1", "porep", "COMPLETED"))
+    session.write_meta({"cgroup_peak_bytes": 4 * GiB // 256})
+    figures = read_trial_session(session.path, 1 / 256)
+    assert (figures.peak_rss_bytes, figures.oom_kills) == (4 * GiB, 1)
+    assert figures.completion_times == (10.0,) and figures.first_submitted == t0
 
 
 @pytest.mark.parametrize(
