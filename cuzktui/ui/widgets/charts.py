@@ -160,6 +160,7 @@ class Chart(Widget):
         self.ascii_only = ascii_only
         self._spec: ChartSpec | None = None
         self._cache: tuple[object, list[Strip]] | None = None
+        self._plot_cache: tuple[object, Text] | None = None
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self.refresh())
@@ -243,19 +244,35 @@ class Chart(Widget):
 
     def _plot(self, spec: ChartSpec, palette: Palette, width: int, height: int) -> Text:
         plain = self.ascii_only or palette.no_color
-        figure = Figure()
-        figure._limit_size(False, False)  # plotext clips to the terminal it finds, which is not ours
-        figure.plot_size(width, height)
-        figure.theme("clear")
-        figure.frame(False)
         t0, t1 = spec.t0, max(spec.t1, spec.t0 + 1.0)
         y_max = nice_ceiling(spec.y_max)
         label_width = len(_tick_label(y_max)) + 1
         columns = max(1, width - label_width)
         # Braille packs two samples per column; plain markers one.
         buckets = columns if plain else columns * 2
-        for line in spec.lines:
-            points = downsample(line.points, t0, t1, buckets)
+        drawn = [(line, downsample(line.points, t0, t1, buckets)) for line in spec.lines]
+        # What plotext draws: the points per column, not every sample. A new sample that moves no
+        # column (a long window, a steady value) reuses the figure: plotext's build is most of a
+        # chart's cost.
+        key = (
+            tuple((line.color, line.marker, points) for line, points in drawn),
+            tuple(spec.all_marks()),
+            t0,
+            t1,
+            y_max,
+            width,
+            height,
+            palette,
+            plain,
+        )
+        if self._plot_cache is not None and self._plot_cache[0] == key:
+            return self._plot_cache[1]
+        figure = Figure()
+        figure._limit_size(False, False)  # plotext clips to the terminal it finds, which is not ours
+        figure.plot_size(width, height)
+        figure.theme("clear")
+        figure.frame(False)
+        for line, points in drawn:
             if not points:
                 continue
             xs = [t - t0 for t, _ in points]
@@ -273,4 +290,6 @@ class Chart(Widget):
         figure.yticks([0, y_max / 2, y_max], ["0", _tick_label(y_max / 2), _tick_label(y_max)])
         ticks = [0.0, (t1 - t0) / 2, t1 - t0]
         figure.xticks(ticks, [format_duration(x) for x in ticks])
-        return Text.from_ansi(figure.build(), no_wrap=True)
+        plot = Text.from_ansi(figure.build(), no_wrap=True)
+        self._plot_cache = (key, plot)
+        return plot

@@ -54,8 +54,15 @@ class Panel(Static):
 
     def show(self, content: Content) -> None:
         if self._shown is None or not content.is_same(self._shown):
+            # The panel's height follows its lines: an unwrapped panel whose line count stayed needs
+            # no layout pass of the screen (most polls change a figure, not the number of lines).
+            same_height = (
+                self._shown is not None
+                and self.styles.text_wrap == "nowrap"
+                and content.plain.count("\n") == self._shown.plain.count("\n")
+            )
             self._shown = content
-            self.update(content)
+            self.update(content, layout=not same_height)
 
 
 Part = str | tuple[str, str]
