@@ -132,7 +132,7 @@ def measure_dashboard(seconds: float) -> list[Row]:
 
 def measure_idle(seconds: float) -> list[Row]:
     """The dashboard on a session where nothing moves: the poll runs, the model does not."""
-    cost = run_in_pty(lambda: child(seconds, idle=True), seconds, (120, 40))
+    cost = run_in_pty(lambda: child(seconds, idle=True), seconds, (120, 40), settle=1.0)
     rate, cpu = cost.bytes_total / seconds, 100 * cost.cpu_s / seconds
     return [
         Row("idle dashboard: bytes/s", f"{rate:,.0f}", "-", None, "0 B/s", rate == 0),

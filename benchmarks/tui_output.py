@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BTOP_BYTES_PER_S = 7_000
 BTOP_CPU_PCT = 0.9
 WARMUP_S = 3.0  # start-up (first full paint, CSS) is not the steady cost
+SETTLE_MAX_S = 30.0
 
 
 def child(seconds: float, *, idle: bool = False) -> None:
@@ -68,41 +69,52 @@ class Cost:
     per_second: list[int]
 
 
-def run_in_pty(start: Callable[[], None], seconds: float, size: tuple[int, int], keys: str = "") -> Cost:
-    """Run ``start`` (which never returns: it runs a program) in a pty; count its output and CPU."""
+def run_in_pty(
+    start: Callable[[], None], seconds: float, size: tuple[int, int], keys: str = "", settle: float = 0.0
+) -> Cost:
+    """Run ``start`` (which never returns: it runs a program) in a pty; count its output and CPU after a
+    warm-up of WARMUP_S that, with ``settle``, also lasts until the app has painted and then written
+    nothing for ``settle`` seconds (at most SETTLE_MAX_S): on a busy machine the first paint can come
+    after WARMUP_S, and it is not what an idle app costs."""
     pid, fd = spawn(start, size)
     process = psutil.Process(pid)
-    counted = 0
     t_start = time.monotonic()
-    cpu_at_warm: float | None = None
-    t_warm = t_start + WARMUP_S
-    t_end = t_warm + seconds
+    last_output: float | None = None
     pressed = False
+    while True:
+        now = time.monotonic()
+        if keys and not pressed and now > t_start + 1.5:
+            os.write(fd, keys.encode())
+            pressed = True
+        warm = now >= t_start + WARMUP_S
+        quiet = not settle or (last_output is not None and now - last_output >= settle)
+        if warm and (quiet or now - t_start > SETTLE_MAX_S):
+            break
+        if select.select([fd], [], [], 0.05)[0]:
+            os.read(fd, 65536)
+            last_output = now
+    times = process.cpu_times()
+    cpu_at_warm = times.user + times.system
+    counted = 0
+    t_warm = time.monotonic()
+    t_end = t_warm + seconds
     per_second: list[int] = []
     bucket_end = t_warm + 1.0
     bucket = 0
     while (now := time.monotonic()) < t_end:
-        if keys and not pressed and now > t_start + 1.5:
-            os.write(fd, keys.encode())
-            pressed = True
-        ready, _, _ = select.select([fd], [], [], 0.05)
-        if ready:
+        if select.select([fd], [], [], 0.05)[0]:
             try:
                 data = os.read(fd, 65536)
             except OSError:
                 break
-            if now >= t_warm:
-                counted += len(data)
-                bucket += len(data)
-        if now >= t_warm and cpu_at_warm is None:
-            times = process.cpu_times()
-            cpu_at_warm = times.user + times.system
+            counted += len(data)
+            bucket += len(data)
         while now >= bucket_end:
             per_second.append(bucket)
             bucket = 0
             bucket_end += 1.0
     times = process.cpu_times()
-    cpu = times.user + times.system - (cpu_at_warm or 0.0)
+    cpu = times.user + times.system - cpu_at_warm
     stop(pid, fd)
     return Cost(counted, cpu, per_second)
 
