@@ -55,7 +55,9 @@ ZOOM_STEP = 1.5
 AXIS_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 43200, 86400)
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: a frozen dataclass's __init__ sets each field through object.__setattr__, and the first
+# frame of a long session builds a row per partition (11,000 for 1,000 PoRep jobs); no one mutates one.
+@dataclass(slots=True)
 class Row:
     kind: Literal["segment", "job", "partition", "lane"]
     label: str
