@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from rich.color import ColorSystem
 from textual.geometry import Region
+from textual.pilot import Pilot
 from textual.widgets import Input
 
 from cuzktui import events as ev
@@ -351,12 +352,18 @@ async def test_waterfall_lane_view_shows_workers_and_their_idle_time(events: lis
         assert detail._shown is not None and "GPU worker 0  busy" in detail._shown.plain
 
 
+async def show_waterfall(pilot: Pilot[None]) -> WaterfallView:
+    """Settle, switch to the waterfall and return its view."""
+    await settle(pilot)
+    await pilot.press("2")
+    await pilot.pause()
+    return pilot.app.screen.query_one(WaterfallView)
+
+
 async def test_waterfall_zoom_and_pan_stop_following_until_end(events: list[Timed]) -> None:
     app = make_app(FakeController(build_model(events)))
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        await pilot.press("2")
-        view = app.screen.query_one(WaterfallView)
+        view = await show_waterfall(pilot)
         fitted = view.window()
         assert fitted is not None and view.follow and view.seconds_per_column is None
         await pilot.press("plus")
@@ -376,10 +383,7 @@ async def test_live_follow_keeps_the_newest_jobs_in_view_until_the_user_scrolls_
     model = build_model(events, until=60)
     app = make_app(FakeController(model))
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        await pilot.press("2")
-        await pilot.pause()
-        view = app.screen.query_one(WaterfallView)
+        view = await show_waterfall(pilot)
         assert len(view.rows) < view.size.height  # one job so far: everything fits
 
         def newest_visible() -> bool:
@@ -408,9 +412,7 @@ async def test_live_follow_keeps_the_newest_jobs_in_view_until_the_user_scrolls_
 async def test_the_time_axis_stays_within_the_session(events: list[Timed]) -> None:
     app = make_app(FakeController(build_model(events)))
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        await pilot.press("2")
-        view = app.screen.query_one(WaterfallView)
+        view = await show_waterfall(pilot)
         span = view._model.timeline.time_span() if view._model is not None else None
         assert span is not None
         # Zoomed in once at the start of the session, live: the window must not reach before it.
@@ -480,10 +482,7 @@ async def test_live_waterfall_window_grows_in_steps_and_repaints_only_changed_li
     model = build_model(events, until=200)
     app = make_app(FakeController(model))
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        await pilot.press("2")
-        await pilot.pause()
-        view = app.screen.query_one(WaterfallView)
+        view = await show_waterfall(pilot)
         window = view.window()
         assert window == (T0 + 1, T0 + 1 + 300)  # 199 s of session: a 5-minute axis
         painted: list[tuple[Region, ...]] = []
