@@ -10,6 +10,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
@@ -104,7 +105,8 @@ class QuitScreen(ModalScreen[bool | None]):
 
 
 class HelpScreen(ModalScreen[None]):
-    """What the current screen shows, its keys and what its colours and glyphs mean; Escape closes."""
+    """A text too long for where it came from, scrollable, Escape closes: a screen's help (what it shows,
+    its keys, what its colours and glyphs mean) or one notice in full."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,question_mark,q", "dismiss", "Close")]
 
@@ -118,7 +120,7 @@ class HelpScreen(ModalScreen[None]):
     }
     """
 
-    def __init__(self, text: Text) -> None:
+    def __init__(self, text: Text | Content) -> None:
         super().__init__()
         self.text = text
 

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 from rich.color import ColorSystem
+from textual.content import Content
 from textual.geometry import Region
 from textual.pilot import Pilot
-from textual.widgets import Input
+from textual.widgets import Input, Static
 
 from cuzktui import events as ev
 from cuzktui.model import SessionModel
@@ -22,6 +23,7 @@ from cuzktui.ui.screens.dashboard import DashboardScreen
 from cuzktui.ui.screens.knobs import KnobsScreen
 from cuzktui.ui.theme import Palette, ThemeFileError, bundled_themes, drawn_variables, load_theme
 from cuzktui.ui.widgets.charts import Chart
+from cuzktui.ui.widgets.notices import NoticesList
 from cuzktui.ui.widgets.panels import Panel, pipeline_content
 from cuzktui.ui.widgets.waterfall import WaterfallView, lane_detail
 from cuzktui.units import GiB, format_duration
@@ -701,3 +703,44 @@ async def test_the_replay_status_line_is_whole_on_every_screen(events: list[Time
             # The status (position, speed, keys) whole; the long title is what gives way.
             assert "ready · replay paused 5m / 5m x10 (space play, < > speed)" in top, (key, top)
             assert "cuzk-tui · repla" in top and top.rstrip().endswith("…"), (key, top)
+
+
+LONG_NOTICE = (
+    "cuzk.toml: memory.total_budget = 'auto' takes MemTotal (503 GiB) − safety_margin (8 GiB) = 495 GiB, above "
+    "this cgroup's limit of 256 GiB: the kernel OOM-kills the daemon before its budget stops it; set "
+    "total_budget = '240GiB' (the last words of a long notice)"
+)
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
+async def test_every_notice_is_reachable_and_enter_opens_one_whole(size: tuple[int, int]) -> None:
+    model = build_model([])
+    model.apply(ev.Notice(T0, "warning", LONG_NOTICE))
+    for i in range(1, 30):
+        model.apply(ev.Notice(T0 + i, "info", f"notice {i}"))
+    app = make_app(FakeController(model))
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        notices = app.screen.query_one(NoticesList)
+        assert notices.option_count == 30 and notices.notices[0].text == "notice 29"  # newest first
+        collapsed = notices.region.height
+        await pilot.press("n")
+        await pilot.pause()
+        assert app.focused is notices and notices.region.height > collapsed  # it grows to be read
+        await pilot.press("end", "enter")  # the oldest: the long one
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        shown = app.screen.query_one("#help-text", Static).visual
+        assert isinstance(shown, Content) and LONG_NOTICE in shown.plain and "WARNING" in shown.plain
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, DashboardScreen) and notices.highlighted == 29
+        await pilot.press("escape")  # out of the list: it gives the charts their room back
+        await pilot.pause()
+        assert app.focused is None and notices.region.height == collapsed
+        # A new notice does not move the highlight off the one being read.
+        model.apply(ev.Notice(T0 + 40, "error", "notice 30"))
+        app.refresh_visible()
+        await pilot.pause()
+        assert notices.option_count == 31 and notices.highlighted_notice is not None
+        assert notices.highlighted_notice.text == LONG_NOTICE

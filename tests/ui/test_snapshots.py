@@ -123,3 +123,30 @@ def test_replay_status_line_at_80x24_no_color(
     monkeypatch.setenv("NO_COLOR", "1")
     app = CuzkApp(FakeReplay(build_model(events)), poll_interval=1000)
     assert snap_compare(app, terminal_size=(80, 24), run_before=pressing("2"))
+
+
+def _with_a_long_notice(events: list[Timed]) -> FakeController:
+    model = build_model(events)
+    model.apply(
+        ev.Notice(
+            T0 + 300,
+            "warning",
+            "cuzk.toml: memory.total_budget = 'auto' takes MemTotal (503 GiB) − safety_margin (8 GiB) = 495 GiB, "
+            "above this cgroup's limit of 256 GiB: the kernel OOM-kills the daemon before its budget stops it; "
+            "set total_budget = '240GiB'",
+        )
+    )
+    return FakeController(model)
+
+
+def test_notices_list_open_at_80x24_light(snap_compare: SnapCompare, events: list[Timed]) -> None:
+    app = CuzkApp(_with_a_long_notice(events), poll_interval=1000, theme="cuzk-light")
+    assert snap_compare(app, terminal_size=(80, 24), run_before=pressing("n", "down", "down"))
+
+
+def test_a_notice_in_full_at_80x24_no_color(
+    snap_compare: SnapCompare, events: list[Timed], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = CuzkApp(_with_a_long_notice(events), poll_interval=1000)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=pressing("n", "enter"))

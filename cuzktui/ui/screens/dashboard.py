@@ -8,7 +8,10 @@ last notices and what the numbers suggest turning next.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
@@ -18,16 +21,14 @@ from ...model import GpuState, SessionModel
 from ...units import GiB, format_size
 from ..widgets.charts import Chart, ChartSpec, Line, Marks, stepped_length
 from ..widgets.header import screen_header
+from ..widgets.notices import NoticesList
 from ..widgets.panels import (
     Panel,
     daemon_content,
     hints_content,
-    notices_content,
     pipeline_content,
     start_error_content,
 )
-
-NOTICE_LINES = 4
 
 
 def chart_window(model: SessionModel) -> tuple[float, float]:
@@ -98,6 +99,8 @@ def gpu_spec(model: SessionModel, gpu: GpuState) -> ChartSpec:
 
 
 class DashboardScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("n", "notices", "Notices")]
+    AUTO_FOCUS = ""  # the notices list is entered with n: focused, it grows over the charts
     VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]  # noqa: RUF012 (Textual declares it so)
 
     def __init__(self, controller: Controller) -> None:
@@ -117,7 +120,7 @@ class DashboardScreen(Screen[None]):
             with Vertical(id="gpus"):
                 yield Static("no NVIDIA GPU: no GPU samples", id="no-gpu")
         with Horizontal(id="dash-bottom"):
-            yield Panel(id="notices")
+            yield NoticesList(id="notices")
             yield Panel(id="hints")
         yield Footer()
 
@@ -131,12 +134,16 @@ class DashboardScreen(Screen[None]):
             error_panel.show(start_error)
         self.query_one("#daemon", Panel).show(daemon_content(model, self.controller.identity))
         self.query_one("#pipeline", Panel).show(pipeline_content(model))
-        self.query_one("#notices", Panel).show(notices_content(model, NOTICE_LINES))
+        self.query_one("#notices", NoticesList).show(model)
         self.query_one("#hints", Panel).show(hints_content(model, self.controller.config_values()))
         seen = (id(model), model.memory_version)
         if seen != self._memory_seen:
             self._memory_seen = seen
             self._update_charts(model)
+
+    def action_notices(self) -> None:
+        """Into the notices list (it grows while it has the focus); enter opens one whole, Escape leaves."""
+        self.query_one("#notices", NoticesList).focus()
 
     def _update_charts(self, model: SessionModel) -> None:
         self.query_one("#memory", Chart).show(memory_spec(model))

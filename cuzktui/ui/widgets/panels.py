@@ -9,6 +9,7 @@ model always shows the same thing.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from textual.content import Content
@@ -216,14 +217,20 @@ def hints_content(model: SessionModel, config: Mapping[str, Any]) -> Content:
     return Content.assemble(*parts)
 
 
-def notices_content(model: SessionModel, count: int) -> Content:
-    """The last ``count`` notices, newest first (a short panel keeps the newest)."""
-    notices = list(model.notices)[-count:][::-1]
-    if not notices:
-        return Content.styled("no notices", "dim")
-    first = model.first_t if model.first_t is not None else notices[-1].t
-    styles = {"info": "", "warning": "$warning", "error": "bold $error"}
-    parts: list[Part] = []
-    for i, notice in enumerate(notices):
-        parts += ["\n" if i else "", (f"{duration(notice.t - first):>8} ", "dim"), (notice.text, styles[notice.level])]
-    return Content.assemble(*parts)
+_NOTICE_STYLES = {"info": "", "warning": "$warning", "error": "bold $error"}
+
+
+def notice_line(notice: ev.Notice, first: float) -> Content:
+    """One notice on one line of the dashboard's list: when (since the session's start) and what."""
+    return Content.assemble((f"{duration(notice.t - first):>8} ", "dim"), (notice.text, _NOTICE_STYLES[notice.level]))
+
+
+def notice_full(notice: ev.Notice, first: float) -> Content:
+    """One notice whole, for its own dialog: when (UTC and since the start), how serious, every word."""
+    when = datetime.fromtimestamp(notice.t, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return Content.assemble(
+        (f"{notice.level.upper()}", _NOTICE_STYLES[notice.level] or "bold"),
+        (f"  {when} · {duration(notice.t - first)} into the session\n\n", "dim"),
+        notice.text,
+        ("\n\nEscape closes this.", "dim"),
+    )
