@@ -27,7 +27,15 @@ from pathlib import Path
 
 import waterfall_frame
 from ingest import LINES_PER_JOB, synthetic_log
-from tui_output import BTOP_BYTES_PER_S, BTOP_CPU_PCT, child, measure_flood, run_btop, run_in_pty
+from tui_output import (
+    BTOP_BYTES_PER_S,
+    BTOP_CPU_PCT,
+    STEADY_GAP_S,
+    child,
+    measure_flood,
+    run_btop,
+    run_in_pty,
+)
 
 # The whole-process baseline: a bare Python process looping over the file.
 _BARE = "import sys\nwith open(sys.argv[1], encoding='utf-8', errors='replace') as f:\n    for line in f: pass\n"
@@ -107,9 +115,9 @@ def measure_log(path: Path, repeat: int) -> list[Row]:
 
 def measure_dashboard(seconds: float) -> list[Row]:
     size = (120, 40)
-    ours = run_in_pty(lambda: child(seconds), seconds, size)
+    ours = run_in_pty(lambda: child(seconds), seconds, size, settle=STEADY_GAP_S)
     if shutil.which("btop") is not None:
-        base = run_in_pty(run_btop, seconds, size)
+        base = run_in_pty(run_btop, seconds, size, settle=STEADY_GAP_S)
         base_bytes, base_cpu, note = base.bytes_total / seconds, 100 * base.cpu_s / seconds, "btop"
     else:
         base_bytes, base_cpu, note = BTOP_BYTES_PER_S, BTOP_CPU_PCT, "btop ref"
