@@ -325,6 +325,12 @@ async def test_waterfall_groups_partitions_by_job_and_marks_the_restart(events: 
         assert [(row.label, row.failure) for row in separators] == [("daemon run 2 · OOM kill", True)]
         jobs = [(row.label, row.job.status) for row in rows if row.kind == "job" and row.job is not None]
         assert ("porep-1000-3", "incomplete") in jobs and ("porep-1000-3", "completed") in jobs
+        # The job the OOM kill took says so beside its bar, marked lost, not "?".
+        view = app.screen.query_one(WaterfallView)
+        killed = jobs.index(("porep-1000-3", "incomplete"))
+        y = [i for i, row in enumerate(rows) if row.kind == "job"][killed] + 1 - int(view.scroll_y)
+        line = view.render_line(y).text
+        assert line.startswith("✗ porep-1000-3") and line.rstrip().endswith(" killed with the daemon (OOM)"), line
 
 
 async def test_waterfall_enter_shows_a_partitions_timing_breakdown(events: list[Timed]) -> None:

@@ -439,7 +439,10 @@ class WaterfallView(ScrollView, can_focus=True):
             job = row.job
             marks = {"running": ">", "completed": "ok", "failed": "X", "incomplete": "?"}
             glyphs = {"running": "▶", "completed": "✓", "failed": "✗", "incomplete": "?"}
-            mark = (marks if self.ascii_only else glyphs)[job.status]
+            # A job its daemon run took with it says how (SessionModel.run_ending), not only "?".
+            ending = self._model.run_ending(job.segment) if job.status == "incomplete" else None
+            killed = ending is not None and ending.startswith("killed")
+            mark = (marks if self.ascii_only else glyphs)["failed" if killed else job.status]
             lost = " (lost in the GPU queue)" if job.overtaken_by else ""
             head = self._label(f"{mark} {row.label}{lost}", Style(bold=True))
             stop = timeline.open_end(job, timeline_now(self._model))
@@ -449,7 +452,10 @@ class WaterfallView(ScrollView, can_focus=True):
             for a, b in ((job.enqueued_at, job.dequeued_at), (job.dispatched_at, job.first_start)):
                 if a is not None:
                     spans.insert(0, (a, b if b is not None else stop, "wait"))
-            return Strip(head + self._cells(spans, window, palette, job_row=True), self.size.width)
+            bar = Strip(self._cells(spans, window, palette, job_row=True))
+            if ending is not None:
+                bar = self._after(bar, stop, window, ending, palette.fg("phase-failed") if killed else Style(dim=True))
+            return Strip([*head, *bar], self.size.width)
         if row.kind == "partition":
             assert row.partition is not None and row.job is not None
             intervals = phase_intervals(row.partition, timeline.open_end(row.partition, timeline_now(self._model)))
@@ -458,6 +464,17 @@ class WaterfallView(ScrollView, can_focus=True):
         lanes = lane_intervals(self._model, row.worker, *window)
         cells = self._cells(lanes, window, palette, lane=True, now=timeline_now(self._model))
         return Strip(self._label(row.label, label_style) + cells, self.size.width)
+
+    def _after(self, bar: Strip, t: float, window: tuple[float, float], text: str, style: Style) -> Strip:
+        """``bar`` with ``text`` written just right of time ``t``, when it fits before the right edge."""
+        start, end = window
+        columns = bar.cell_length
+        column = math.ceil((t - start) / ((end - start) / max(1, columns)))
+        written = f" {text}"
+        if column < 0 or column + len(written) > columns:
+            return bar
+        note = Strip([RichSegment(written, style)])
+        return Strip.join([bar.crop(0, column), note, bar.crop(column + len(written), columns)])
 
     def _cells(
         self,
