@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .comparison import SessionSummary
     from .planner import MemcheckReport
     from .session import SessionInfo
+    from .system import ProbeProgress, ProbeResult
 
 
 class ControllerError(Exception):
@@ -162,6 +163,11 @@ class Controller(Protocol):
 
     def memcheck_report(self) -> MemcheckReport:
         """What this machine gives the daemon, for the running config. Blocking: call it from a thread."""
+        ...
+
+    def memprobe(self, on_progress: ProbeProgress) -> ProbeResult:
+        """What a child process can really allocate on this machine, reporting as it goes (30-60 s on
+        a large box, memory taken from everything else meanwhile). Blocking: call it from a thread."""
         ...
 
     def list_sessions(self, root: Path | None = None) -> list[SessionInfo]:

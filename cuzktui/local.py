@@ -12,6 +12,7 @@ from .controller import Identity
 from .model import SessionModel
 from .planner import MemcheckReport, memcheck_for
 from .session import SessionInfo
+from .system import ProbeProgress, ProbeResult, memprobe
 
 
 class _Configured(Protocol):
@@ -36,6 +37,10 @@ class LocalQueries:
             memory_limit_bytes=daemon.memory_limit_bytes,
             cgroup_path=daemon.cgroup_path,
         )
+
+    def memprobe(self, on_progress: ProbeProgress) -> ProbeResult:
+        # This host, whatever the daemon: an engine's emulated box has no memory to probe.
+        return memprobe(on_progress=on_progress)
 
     def list_sessions(self, root: Path | None = None) -> list[SessionInfo]:
         return session.list_sessions(root)

@@ -25,12 +25,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from .units import GiB
+from .units import GiB, format_size
 
 PROC: Final = Path("/proc")
 CGROUP: Final = Path("/sys/fs/cgroup")
@@ -490,6 +490,28 @@ class ProbeResult:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    def rows(self) -> list[tuple[str, str]]:
+        """(label, value) of the result, for the command's text and the Memcheck screen alike."""
+        outcome = (
+            "reached the target"
+            if self.reached_target
+            else "was OOM-killed"
+            if self.killed
+            else f"stopped early (exit status {self.returncode})"
+        )
+        rows = [
+            ("allocated", f"{format_size(self.allocated_bytes)} in {format_size(self.chunk_bytes)} chunks"),
+            ("target", f"{format_size(self.target_bytes)} ({self.limit_source}, less the safety distance)"),
+            ("outcome", f"the child {outcome} after {self.elapsed_s:.1f} s"),
+        ]
+        if self.evidence:
+            rows.append(("evidence", self.evidence))
+        return rows
+
+
+# Called as the probe goes: (bytes allocated so far, the target), the target first with 0 allocated.
+ProbeProgress = Callable[[int, int], None]
+
 
 # The child reads its own room (it may be in a cgroup the parent is not in), then allocates
 # and touches chunks, reporting each one on stdout so the parent knows the total even if the
@@ -530,6 +552,7 @@ def memprobe(
     cgroup: MemoryCgroup | None = None,
     limit_override: int | None = None,
     timeout: float = 600.0,
+    on_progress: ProbeProgress | None = None,
 ) -> ProbeResult:
     """Allocate ``chunk_bytes`` chunks in a child until within ``safety_bytes`` of the room left.
 
@@ -561,6 +584,9 @@ def memprobe(
                     allocated = int(rest[0])
                 elif word == "done":
                     done = True
+                if on_progress is not None and word in ("target", "allocated"):
+                    # 30-60 s on a large box: whoever started it sees how far it is.
+                    on_progress(allocated, target)
             returncode = child.wait()
         finally:
             watchdog.cancel()

@@ -158,3 +158,15 @@ def test_create_refuses_bad_names_and_missing_controllers(tmp_path: Path) -> Non
 def test_create_refuses_an_existing_group(group: MemoryCgroup) -> None:
     with pytest.raises(CgroupError, match="already exists"):
         MemoryCgroup.create(group.path.name, LIMIT)
+
+
+def test_memprobe_reports_its_progress_as_it_allocates() -> None:
+    # Told it has 8 MiB (no cgroup, nothing near this machine's limits): the target, then each 2 MiB chunk.
+    seen: list[tuple[int, int]] = []
+    result = memprobe(
+        chunk_bytes=2 * MiB, safety_bytes=0, limit_override=8 * MiB, on_progress=lambda *p: seen.append(p)
+    )
+    assert result.reached_target and result.allocated_bytes == 8 * MiB
+    assert seen == [(0, 8 * MiB), *((n * 2 * MiB, 8 * MiB) for n in range(1, 5))]
+    labels = [label for label, _ in result.rows()]
+    assert labels == ["allocated", "target", "outcome"] and "reached the target" in result.rows()[2][1]

@@ -82,7 +82,7 @@ _KILLED = ProbeResult(
 
 
 def test_memprobe_text_and_json(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(memcheck, "memprobe", lambda: _KILLED)
+    monkeypatch.setattr(memcheck, "memprobe", lambda **_: _KILLED)
     assert cli.main(["memprobe"]) == 0
     out = capsys.readouterr().out
     assert "allocated    240 MiB in 16 MiB chunks" in out
@@ -93,7 +93,7 @@ def test_memprobe_text_and_json(monkeypatch: pytest.MonkeyPatch, capsys: pytest.
 
 
 def test_memprobe_failure_is_exit_1(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    def broken() -> ProbeResult:
+    def broken(**_: object) -> ProbeResult:
         raise OSError(12, "Cannot allocate memory")
 
     monkeypatch.setattr(memcheck, "memprobe", broken)

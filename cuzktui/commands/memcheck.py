@@ -8,8 +8,8 @@ import sys
 from typing import Any
 
 from ..planner import memcheck_for
+from ..replay import progress_bar
 from ..system import memprobe
-from ..units import format_size
 
 
 def run_memcheck(args: argparse.Namespace) -> int:
@@ -33,27 +33,26 @@ def run_memcheck(args: argparse.Namespace) -> int:
     return 0
 
 
+def _show_progress(allocated: int, target: int) -> None:
+    print(f"\rmemprobe: {progress_bar(allocated, target)}", end="", file=sys.stderr, flush=True)
+
+
 def run_memprobe(args: argparse.Namespace) -> int:
     if not args.json:
         print("memprobe: allocating 1 GiB chunks in a child process…", file=sys.stderr, flush=True)
+    # 30-60 s on a large box: how far it is, on a terminal only (a pipe gets the result alone).
+    progress = _show_progress if sys.stderr.isatty() else None
     try:
-        result = memprobe()
+        result = memprobe(on_progress=progress)
     except (OSError, ValueError) as exc:
         print(f"memprobe: {exc}", file=sys.stderr)
         return 1
+    finally:
+        if progress is not None:
+            print(file=sys.stderr)
     if args.json:
         print(json.dumps(result.to_json()))
         return 0
-    outcome = (
-        "reached the target"
-        if result.reached_target
-        else "was OOM-killed"
-        if result.killed
-        else f"stopped early (exit status {result.returncode})"
-    )
-    print(f"allocated    {format_size(result.allocated_bytes)} in {format_size(result.chunk_bytes)} chunks")
-    print(f"target       {format_size(result.target_bytes)} ({result.limit_source}, less the safety distance)")
-    print(f"outcome      the child {outcome} after {result.elapsed_s:.1f} s")
-    if result.evidence:
-        print("evidence     " + result.evidence.replace("\n", "\n             "))
+    for label, value in result.rows():
+        print(f"{label:<12} " + value.replace("\n", "\n" + " " * 13))
     return 0

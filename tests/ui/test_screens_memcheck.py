@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from dataclasses import replace
 from typing import Literal
 
 import pytest
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import DataTable, Input, ProgressBar, Static
 
 from cuzktui import events as ev
 from cuzktui import local
 from cuzktui.planner import MemcheckReport
+from cuzktui.system import ProbeProgress, ProbeResult
 from cuzktui.ui.messages import ApplyRecommended
+from cuzktui.ui.modals import ConfirmModal
 from cuzktui.ui.screens.knobs import KnobsScreen
 from cuzktui.ui.screens.memcheck import MemcheckScreen
+from cuzktui.units import GiB
 from tests.ui.fakes import FakeController, ScreenApp, memcheck_report
 
 
@@ -100,3 +105,75 @@ async def test_report_is_gathered_in_a_worker_for_the_daemons_machine(
         assert "effective RAM" in str(app.screen.query_one("#memcheck-facts", Static).render())
         notes = app.screen.query("#memcheck-note")
         assert ("emulates" in str(notes.first(Static).render())) if mode == "engine" else not notes
+
+
+PROBED = ProbeResult(
+    allocated_bytes=12 * GiB,
+    target_bytes=12 * GiB,
+    limit_source="MemAvailable",
+    chunk_bytes=GiB,
+    reached_target=True,
+    killed=False,
+    returncode=0,
+    evidence=None,
+    elapsed_s=41.5,
+)
+
+
+async def test_memprobe_asks_first_then_shows_its_progress_and_result() -> None:
+    fake = FakeController()
+    halfway = threading.Event()
+    release = threading.Event()
+
+    def probe(on_progress: ProbeProgress) -> ProbeResult:
+        on_progress(0, 12 * GiB)
+        on_progress(5 * GiB, 12 * GiB)
+        halfway.set()
+        assert release.wait(30), "the test never let the probe finish"
+        return PROBED
+
+    fake.memprobe = probe  # type: ignore[method-assign]  # never allocate gigabytes in a test
+    app = ScreenApp(lambda: MemcheckScreen(fake, memcheck_report()), "memcheck")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("p")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmModal) and "30-60 s" in str(app.screen.detail)
+        await pilot.press("y")
+        assert await asyncio.to_thread(halfway.wait, 30)
+        screen = app.screen
+        bar = screen.query_one("#memprobe-bar", ProgressBar)
+        status = screen.query_one("#memprobe-status", Static)
+        for _ in range(200):  # the progress is posted from the probe's thread: wait for it to land
+            await pilot.pause()
+            if bar.progress == 5 * GiB:
+                break
+        assert (bar.progress, bar.total) == (5 * GiB, 12 * GiB)
+        assert "allocated 5 GiB of 12 GiB" in str(status.render())
+        await pilot.press("p")  # a second probe is refused while one runs
+        assert not isinstance(app.screen, ConfirmModal)
+        release.set()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        text = str(status.render())
+        assert "reached the target after 41.5 s" in text and "12 GiB in 1 GiB chunks" in text
+        assert bar.progress == 12 * GiB
+
+
+def test_snapshot_memprobe_result_at_80x24_on_16_colours(snap_compare: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TERM", "screen")
+    monkeypatch.delenv("COLORTERM")
+    fake = FakeController()
+
+    def probe(on_progress: ProbeProgress) -> ProbeResult:
+        on_progress(0, 12 * GiB)
+        return PROBED
+
+    fake.memprobe = probe  # type: ignore[method-assign]
+
+    async def probed(pilot: object) -> None:
+        await pilot.press("p", "y")  # type: ignore[attr-defined]
+        await pilot.app.workers.wait_for_complete()  # type: ignore[attr-defined]
+        await pilot.pause()  # type: ignore[attr-defined]
+
+    app = ScreenApp(lambda: MemcheckScreen(fake, memcheck_report()), "memcheck")
+    assert snap_compare(app, terminal_size=(80, 24), run_before=probed)  # type: ignore[operator]

@@ -13,16 +13,19 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, LoadingIndicator, Static
+from textual.widgets import DataTable, Footer, LoadingIndicator, ProgressBar, Static
 
 from ...controller import Controller
+from ...units import format_size
 from ..messages import ApplyRecommended
+from ..modals import ConfirmModal
 from ..widgets.header import screen_header
 
 if TYPE_CHECKING:
     from ...planner import MemcheckReport
+    from ...system import ProbeResult
 
 REASON_WIDTH = 60
 
@@ -51,6 +54,7 @@ class MemcheckScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "apply_recommended", "Apply recommended → Knobs"),
         Binding("r", "rerun", "Re-check"),
+        Binding("p", "probe", "Probe memory (30-60 s)"),
     ]
 
     DEFAULT_CSS = """
@@ -64,6 +68,9 @@ class MemcheckScreen(Screen[None]):
         #memcheck-warnings.-shown { display: block; }
         .memcheck--title { text-style: bold; margin-top: 1; }
         #memcheck-recommendations { height: auto; }
+        #memprobe { display: none; height: auto; }
+        #memprobe.-shown { display: block; }
+        #memprobe-bar { margin-top: 1; }
     }
     """
 
@@ -71,6 +78,7 @@ class MemcheckScreen(Screen[None]):
         super().__init__()
         self.controller = controller
         self.report = report
+        self._probing = False
 
     def compose(self) -> ComposeResult:
         yield screen_header(self.app)
@@ -81,6 +89,9 @@ class MemcheckScreen(Screen[None]):
             elif self.controller.identity.mode == "engine":
                 yield Static("The box cuzk-engine emulates, not the host this tool runs on.", id="memcheck-note")
             yield Static(id="memcheck-facts")
+            with Vertical(id="memprobe"):
+                yield ProgressBar(id="memprobe-bar", show_eta=False)
+                yield Static(id="memprobe-status")
             yield Static(id="memcheck-warnings")
             yield Static("Recommended knobs (a: pre-fill the Knobs form)", classes="memcheck--title")
             table: DataTable[str | Text] = DataTable(id="memcheck-recommendations", cursor_type="row")
@@ -126,6 +137,65 @@ class MemcheckScreen(Screen[None]):
                 r.reasoning,
                 height=None,
             )
+
+    def action_probe(self) -> None:
+        """memprobe from here, after a question: it takes this machine's free memory for 30-60 s."""
+        if self._probing:
+            self.notify("the memory probe is still running")
+            return
+        engine = " (this host, not the box cuzk-engine emulates)" if self.controller.identity.mode == "engine" else ""
+        detail = Text(
+            f"A child process allocates and touches 1 GiB chunks up to the room left on this machine{engine} "
+            "(MemAvailable, or the cgroup's limit minus usage) less 2 GiB, to measure what the daemon could "
+            "really get. It takes 30-60 s on a large box; a daemon running here has that much less room meanwhile."
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._start_probe()
+
+        self.app.push_screen(ConfirmModal("Probe this machine's memory?", detail, yes="Probe (y)"), answered)
+
+    def _start_probe(self) -> None:
+        self._probing = True
+        self.query_one("#memprobe").add_class("-shown")
+        self.call_after_refresh(self.query_one("#memprobe").scroll_visible)  # below the facts at 80x24
+        self.query_one("#memprobe-bar", ProgressBar).update(total=None, progress=0)
+        self.query_one("#memprobe-status", Static).update(Text("memprobe: starting the child…", style="dim"))
+
+        def progress(allocated: int, target: int) -> None:
+            self.app.call_from_thread(self._probe_progress, allocated, target)
+
+        def work() -> None:
+            try:
+                result = self.controller.memprobe(progress)
+            except (OSError, ValueError) as error:
+                self.app.call_from_thread(self._probe_failed, error)
+            else:
+                self.app.call_from_thread(self._probe_done, result)
+
+        self.run_worker(work, thread=True, exclusive=True, group="memprobe")
+
+    def _probe_progress(self, allocated: int, target: int) -> None:
+        self.query_one("#memprobe-bar", ProgressBar).update(total=max(target, 1), progress=allocated)
+        status = f"memprobe: allocated {format_size(allocated)} of {format_size(target)}…"
+        self.query_one("#memprobe-status", Static).update(Text(status))
+
+    def _probe_done(self, result: ProbeResult) -> None:
+        self._probing = False
+        bar = self.query_one("#memprobe-bar", ProgressBar)
+        bar.update(total=max(result.target_bytes, 1), progress=result.allocated_bytes)
+        text = Text("memprobe\n", style="bold")
+        for label, value in result.rows():
+            text.append(f"{label:<20}", style="dim")
+            text.append(value.replace("\n", "\n" + " " * 20) + "\n", style="bold red" if result.killed else "")
+        text.rstrip()
+        self.query_one("#memprobe-status", Static).update(text)
+        self.call_after_refresh(self.query_one("#memprobe").scroll_visible)
+
+    def _probe_failed(self, error: Exception) -> None:
+        self._probing = False
+        self.query_one("#memprobe-status", Static).update(Text(f"memprobe failed: {error}", style="bold red"))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # A replay's Knobs form is read-only: nothing to pre-fill.
