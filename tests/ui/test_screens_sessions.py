@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from pathlib import Path
 
 import pytest
 from textual.widgets import DataTable, Static
 
 from cuzktui import events as ev
+from cuzktui.comparison import SessionSummary
 from cuzktui.config import build_config
-from cuzktui.session import SessionWriter
+from cuzktui.session import SessionInfo, SessionWriter
 from cuzktui.ui.messages import OpenReplay
 from cuzktui.ui.screens.sessions import SessionsScreen
 from cuzktui.units import GiB
@@ -143,3 +146,35 @@ def test_an_engine_sessions_memory_is_compared_in_the_units_of_its_box(tmp_path:
     assert info is not None
     summary = summarize(info)
     assert (summary.peak_rss_bytes, summary.limit_bytes) == (128 * GiB, 256 * GiB)
+
+
+async def test_compare_says_which_session_it_is_reading(tmp_path: Path) -> None:
+    fake = FakeController()
+    second = threading.Event()
+    release = threading.Event()
+    summarize = fake.summarize_session
+
+    def slow(info: SessionInfo) -> SessionSummary:
+        if info.label == "tiers-200g":  # the second marked: hold it until the test has looked
+            second.set()
+            assert release.wait(30), "the test never let the comparison finish"
+        return summarize(info)
+
+    fake.summarize_session = slow  # type: ignore[method-assign]
+    app = ScreenApp(lambda: SessionsScreen(fake, sessions_root(tmp_path)), "sessions")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press("space", "down", "space", "c")
+        assert await asyncio.to_thread(second.wait, 30)
+        panel = app.screen.query_one("#sessions-compare", Static)
+        for _ in range(200):  # posted from the worker thread: wait for it to land
+            await pilot.pause()
+            if "Reading session 2 of 2" in str(panel.render()):
+                break
+        assert "Reading session 2 of 2: tiers-200g (" in str(panel.render())
+        release.set()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        text = "\n".join(line.text for line in panel.render_lines(panel.region.reset_offset))
+        assert "Reading" not in text and "peak memory vs limit" in text

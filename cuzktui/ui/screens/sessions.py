@@ -180,11 +180,15 @@ class SessionsScreen(Screen[None]):
         infos = [next(s for s in self.sessions if s.path == p) for p in self.marked]
         panel = self.query_one("#sessions-compare", Static)
         panel.add_class("-shown")
-        panel.update(Text(f"Reading {infos[0].label} and {infos[1].label}…", style="dim"))
 
         def work() -> None:
-            a, b = self.controller.summarize_session(infos[0]), self.controller.summarize_session(infos[1])
-            self.app.call_from_thread(panel.update, comparison(a, b))
+            # A week's session takes seconds to read: say which one is being read.
+            summaries = []
+            for number, info in enumerate(infos, 1):
+                reading = f"Reading session {number} of 2: {info.label} ({format_size(info.size_bytes)})…"
+                self.app.call_from_thread(panel.update, Text(reading, style="dim"))
+                summaries.append(self.controller.summarize_session(info))
+            self.app.call_from_thread(panel.update, comparison(*summaries))
 
         self.run_worker(work, thread=True, exclusive=True, group="sessions-compare")
 
