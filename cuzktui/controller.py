@@ -43,6 +43,72 @@ class BenchRequest:
     params: RequestParams = field(default_factory=RequestParams)
 
 
+@dataclass(frozen=True, slots=True)
+class TuneRequest:
+    """A knob search (``cuzk-tui tune``'s options): ``count`` proofs of ``kind`` per trial, starting at
+    benchmark ``concurrency``, at most ``trials`` benchmarks within ``time_budget`` (``2h``, ``90m``)."""
+
+    kind: str
+    count: int
+    concurrency: int
+    trials: int = 12
+    time_budget: str = "2h"
+    price_per_hour: float | None = None
+    input_path: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TuneTrialRow:
+    """One trial as the Tune screen shows it (cuzktui.tune computes every figure)."""
+
+    index: int
+    status: str  # completed | oom | failed | stopped | skipped | running
+    changes: tuple[str, ...]  # "name = value" of the knobs that differ from the starting config
+    proofs_per_hour: float | None  # None: not measured (skipped, or still running)
+    peak_rss_bytes: int | None  # the box's bytes; a skipped trial's is the model's prediction
+    predicted: bool  # the peak is the model's prediction, not a measurement
+    limit_bytes: int | None
+    margin: float | None  # peak / limit
+    oom_kills: int
+    price_per_proof: float | None
+    completed: int  # proofs completed (so far, while running)
+    note: str  # the OOM evidence in brief, the early stop, why it was skipped
+
+
+@dataclass(frozen=True, slots=True)
+class TuneBest:
+    """The best trial so far and what applying it changes in the running config."""
+
+    index: int
+    proofs_per_hour: float
+    speedup: float | None  # × the starting config's rate (None: the start did not complete)
+    margin: float | None
+    concurrency: int  # the benchmark concurrency it was measured at (not a daemon knob)
+    changes: tuple[tuple[str, Any], ...]  # ("section.key", value) that differ from the running config
+    check_errors: tuple[str, ...]  # what ``cuzk-tui config check`` calls an error in the result
+
+
+TuneState = Literal["running", "finished", "cancelled", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class TuneSnapshot:
+    """A knob search's progress: what the Tune screen draws."""
+
+    state: TuneState
+    kind: str
+    count: int
+    directory: Path  # tune.json and each trial's session (``cuzk-tui tune --resume DIR`` continues it)
+    limit_bytes: int  # the box's memory limit, in the box's bytes
+    time_basis: str  # whose clock proofs/hour is in
+    trials_run: int
+    max_trials: int
+    trials: tuple[TuneTrialRow, ...]  # in order; a running trial last
+    best: TuneBest | None
+    message: str = ""  # why it ended (converged, trial limit, time budget, cancelled, the error)
+    tier: str | None = None  # upstream's documented figures for a box of this RAM
+
+
 class PollBackoff:
     """When the next poll runs after failures, and what to tell the operator about them.
 
@@ -161,6 +227,17 @@ class Controller(Protocol):
         and without the event loop, which may be stuck writing to the vanished terminal."""
         ...
 
+    async def start_tune(self, request: TuneRequest) -> None:
+        """Start a knob search: each trial a benchmark on this controller's daemon program, recorded as a
+        session; ControllerError where none can run (replay, attached daemon, a benchmark running)."""
+
+    async def cancel_tune(self) -> None:
+        """Stop the search; the trial cut short is not recorded (a resumed search runs it again)."""
+
+    def tune_snapshot(self) -> TuneSnapshot | None:
+        """The search's progress, the last search's result once it ended; None before any search."""
+        ...
+
     def memcheck_report(self) -> MemcheckReport:
         """What this machine gives the daemon, for the running config. Blocking: call it from a thread."""
         ...
@@ -214,6 +291,15 @@ class ReadOnlyControls:
         raise ControllerError("a replay is read-only")
 
     async def cancel_bench(self) -> None:
+        return None
+
+    async def start_tune(self, request: TuneRequest) -> None:
+        raise ControllerError("a replay is read-only: a knob search runs benchmarks (cuzk-tui tune, or the live TUI)")
+
+    async def cancel_tune(self) -> None:
+        return None
+
+    def tune_snapshot(self) -> TuneSnapshot | None:
         return None
 
     async def stop_daemon(self) -> None:

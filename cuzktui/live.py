@@ -21,9 +21,10 @@ import os
 import shlex
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,16 @@ from . import events as ev
 from .bench import spawn_bench_process
 from .client import ClientError
 from .config import ConfigDocument, ConfigError, build_config, load_config, save_atomic
-from .controller import BenchRequest, ControllerError, Identity, ReplayClock
+from .controller import (
+    BenchRequest,
+    ControllerError,
+    Identity,
+    ReplayClock,
+    TuneBest,
+    TuneRequest,
+    TuneSnapshot,
+    TuneState,
+)
 from .daemon_address import DAEMON_DEFAULT_LISTEN
 from .daemon_config import read_config
 from .knobs import Severity
@@ -55,7 +65,25 @@ from .supervisor import (
 )
 from .system import CgroupError, MemoryCgroup
 from .timeline import Partition, Timeline
-from .units import GiB
+from .tune import (
+    BenchTrialRunner,
+    Knobs,
+    Search,
+    SessionFigures,
+    Trial,
+    best_of,
+    new_search,
+    read_trial_session,
+    run_search,
+    running_row,
+    save_state,
+    tier_line,
+    time_basis,
+    trial_configs,
+    trial_line,
+    trial_row,
+)
+from .units import GiB, UnitError, parse_duration
 
 DRAIN_TIMEOUT_S = 600.0
 # A poll folds a flooding daemon's new lines (up to session.POLL_LOG_BYTES, ~50,000 lines) into the
@@ -175,6 +203,40 @@ def _probe_memory_cgroup() -> None:
     MemoryCgroup.create(f"cuzk-tui-probe-{os.getpid()}", 64 << 20).remove()
 
 
+@dataclass(slots=True)
+class _TuneRun:
+    """A knob search the live controller runs in a thread: the search thread appends trials and sets
+    ``running``; the event loop reads them for :meth:`LiveController.tune_snapshot`."""
+
+    request: TuneRequest
+    search: Search
+    runner: BenchTrialRunner
+    engine: bool
+    cancel: threading.Event = field(default_factory=threading.Event)
+    state: TuneState = "running"
+    message: str = ""
+    running: tuple[int, Knobs] | None = None  # the trial whose benchmark runs now
+    figures: SessionFigures | None = None  # what that trial's session says so far
+    best: tuple[tuple[str, int], TuneBest | None] | None = None  # keyed by (running config, best trial)
+    task: asyncio.Task[None] | None = None
+
+
+def _tune_ending(run: _TuneRun, directory: Path) -> tuple[TuneState, str]:
+    """The search's final state and why it ended, in words."""
+    search = run.search
+    ran = sum(1 for t in search.trials if t.ran)
+    resume = f"continue with cuzk-tui tune --resume {directory}"
+    if run.cancel.is_set():
+        return "cancelled", f"cancelled after {ran} trial(s); {resume}"
+    if search.next_knobs() is None:
+        why = f"converged after {ran} trial(s): every neighbour of the best was tried or predicted not to fit"
+    elif ran >= run.request.trials:
+        why = f"the {run.request.trials} trials asked for have run; {resume}"
+    else:
+        why = f"the time budget ({run.request.time_budget}) is spent after {ran} trial(s); {resume}"
+    return "finished", why
+
+
 class LiveController(LocalQueries):
     """Drives a live daemon for the UI (implements :class:`cuzktui.controller.Controller`)."""
 
@@ -195,6 +257,8 @@ class LiveController(LocalQueries):
         self._force_restart: asyncio.Event | None = None
         self._in_flight: list[InFlight] = []
         self.exporter: MetricsExporter | None = None
+        self._tune: _TuneRun | None = None
+        self._closing = False  # shutdown: a search that ends now does not relaunch the daemon
 
     # -- identity ------------------------------------------------------------------------
 
@@ -437,6 +501,15 @@ class LiveController(LocalQueries):
         if self._follower is None:
             return False
         self._reap_bench()
+        run = self._tune
+        if run is not None and run.running is not None:
+            # The running trial's own session (its benchmark's), read like the search's early stop reads it.
+            running = run.running
+            figures = await asyncio.to_thread(
+                read_trial_session, run.runner.session_of(running[0]), run.runner.memory_scale
+            )
+            if run.running == running:
+                run.figures = figures
         async with self._poll_lock:  # the app's poll and a drain's both read the follower
             events = await asyncio.to_thread(self._follower.poll)
             changed = False
@@ -468,6 +541,9 @@ class LiveController(LocalQueries):
     def bench_running(self) -> bool:
         return self._bench_proc is not None and self._bench_proc.poll() is None
 
+    def _tuning(self) -> bool:
+        return self._tune is not None and self._tune.state == "running"
+
     # -- actions -------------------------------------------------------------------------
 
     async def apply_config(self, changes: Mapping[str, Any]) -> None:
@@ -476,6 +552,8 @@ class LiveController(LocalQueries):
             raise ControllerError("an attached daemon cannot be reconfigured from here: restart it yourself")
         if self.bench_running():
             raise ControllerError("a benchmark is running: cancel it or wait, then apply")
+        if self._tuning():
+            raise ControllerError("a knob search is running: cancel it or wait, then apply")
         if self.supervisor is None:
             raise ControllerError("no daemon was launched (see the start error)")
         doc = ConfigDocument.parse(self._config_text or "")
@@ -537,6 +615,8 @@ class LiveController(LocalQueries):
             raise ControllerError("benchmarks run on a daemon this tool launches (not on an attached one)")
         if self.bench_running():
             raise ControllerError("a benchmark is already running")
+        if self._tuning():
+            raise ControllerError("a knob search is running its own benchmarks: cancel it or wait")
         s, session = self.supervisor, self.session
         if s is None or session is None:
             raise ControllerError("no daemon was launched (see the start error)")
@@ -573,6 +653,130 @@ class LiveController(LocalQueries):
         self._notice("info", f"benchmark runner finished (exit {proc.returncode}); relaunching the daemon")
         self._tasks.append(asyncio.create_task(self._launch(self._config_text or "", ())))
 
+    async def start_tune(self, request: TuneRequest) -> None:
+        """Search the knobs as ``cuzk-tui tune`` does (cuzktui.tune), each trial a benchmark of this
+        daemon program in a session of its own under ``<session>/tune-…``. Like a benchmark, the search
+        takes the daemon over: the TUI's daemon is stopped for the trials and launched again with the
+        running config when the search ends (a best config is applied only when the operator says so)."""
+        program = self.options.program
+        if program is None:
+            raise ControllerError(
+                "a knob search restarts the daemon with each trial's config, so it runs on a daemon this tool "
+                "launches, not on an attached one: run cuzk-tui tune on its box"
+            )
+        if self.bench_running():
+            raise ControllerError("a benchmark is running: cancel it or wait, then tune")
+        if self._tuning():
+            raise ControllerError("a knob search is already running")
+        s, session = self.supervisor, self.session
+        if s is None or session is None:
+            raise ControllerError("no daemon was launched (see the start error)")
+        engine = program.mode == "engine"
+        if not engine and not request.input_path:
+            raise ControllerError("the real daemon needs an input file to prove in each trial")
+        if request.count < 1 or request.concurrency < 1 or request.trials < 1:
+            raise ControllerError("count, concurrency and trials must be at least 1")
+        try:
+            budget_s = parse_duration(request.time_budget, hours=True)
+        except UnitError as error:
+            raise ControllerError(f"time budget: {error}") from None
+        start_text = self._config_text or ""
+        search, _report = await asyncio.to_thread(
+            new_search, start_text, request.kind, request.count, request.concurrency,
+            engine=engine, memory_limit=s.memory_limit,
+        )  # fmt: skip
+        directory = session.path / f"tune-{time.strftime('%Y%m%d-%H%M%S')}-{request.kind}"
+        directory.mkdir(mode=0o700)
+        start_config = directory / "start.toml"
+        await asyncio.to_thread(save_atomic, start_text, start_config, mode=0o600)
+        daemon_args = ("--engine",) if engine else ("--daemon", program.argv[0])
+        inputs = ("--input", str(Path(request.input_path).resolve())) if request.input_path else ()
+        scale = read_config(start_text).engine.memory_scale if engine else 1.0
+        runner = BenchTrialRunner(
+            directory, request.kind, request.count, (*daemon_args, *inputs), s.memory_limit, scale
+        )
+        run = _TuneRun(request, search, runner, engine)
+        # What `cuzk-tui tune --resume DIR` needs to continue this search (commands/tune.py _arguments).
+        resume_args = {
+            "kind": request.kind, "count": request.count, "concurrency": request.concurrency, "engine": engine,
+            "daemon": None if engine else program.argv[0], "input": request.input_path, "config": str(start_config),
+            "profile": None, "memory_limit": None if s.memory_limit is None else str(s.memory_limit),
+        }  # fmt: skip
+        if s.running:
+            await s.stop()  # each trial's benchmark launches its own daemon (see the module docstring)
+        self._tune = run
+        self._notice("info", f"knob search started: up to {request.trials} trials; trials in {directory}")
+        run.task = asyncio.create_task(self._run_tune(run, budget_s, resume_args))
+        self._tasks.append(run.task)
+
+    async def _run_tune(self, run: _TuneRun, budget_s: int, resume_args: dict[str, Any]) -> None:
+        search, directory = run.search, run.runner.directory
+        limit = search.box.limit_bytes
+
+        def started(index: int, knobs: Knobs) -> None:
+            run.figures = None
+            run.running = (index, knobs)
+
+        loop = asyncio.get_running_loop()
+
+        def finished(trial: Trial) -> None:  # in the search's thread: the session is written from the loop
+            run.running = None
+            save_state(search, directory, resume_args)
+            level = "warning" if trial.status == "oom" else "info"
+            loop.call_soon_threadsafe(self._notice, level, f"tune: {trial_line(trial, limit)}")
+
+        config_for = trial_configs(search, self._config_text or "")
+        try:
+            await asyncio.to_thread(
+                run_search, search, run.runner, config_for, max_trials=run.request.trials,
+                deadline=time.monotonic() + budget_s, on_trial=finished, on_start=started, cancelled=run.cancel.is_set,
+            )  # fmt: skip
+            await asyncio.to_thread(save_state, search, directory, resume_args)
+        except (OSError, ValueError, KeyError) as error:
+            run.state, run.message = "failed", f"the search stopped: {error}"
+            self._notice("error", f"tune: {run.message}")
+        else:
+            run.state, run.message = _tune_ending(run, directory)
+            self._notice("info", f"tune: {run.message}")
+        finally:
+            run.running = None
+            if not self._closing:
+                await self._launch(self._config_text or "", ())
+
+    async def cancel_tune(self) -> None:
+        run = self._tune
+        if run is not None and run.state == "running":
+            run.cancel.set()
+
+    def tune_snapshot(self) -> TuneSnapshot | None:
+        run = self._tune
+        if run is None:
+            return None
+        search, price = run.search, run.request.price_per_hour
+        rows = [trial_row(t, price) for t in list(search.trials)]
+        running = run.running
+        if running is not None:
+            rows.append(running_row(search, running[0], running[1], run.figures))
+        best = search.best()
+        key = (self._config_text or "", best.index if best is not None else 0)
+        if run.best is None or run.best[0] != key:
+            # Parsing the config is too slow for every redraw: once per best trial and running config.
+            run.best = (key, best_of(search, key[0]))
+        return TuneSnapshot(
+            state=run.state,
+            kind=search.kind,
+            count=search.count,
+            directory=run.runner.directory,
+            limit_bytes=search.box.limit_bytes,
+            time_basis=time_basis(run.engine),
+            trials_run=sum(1 for t in search.trials if t.ran),
+            max_trials=run.request.trials,
+            trials=tuple(rows),
+            best=run.best[1],
+            message=run.message,
+            tier=tier_line(search.box.limit_bytes, search.kind),
+        )
+
     async def cancel_bench(self) -> None:
         proc = self._bench_proc
         if proc is not None and proc.poll() is None:
@@ -585,6 +789,13 @@ class LiveController(LocalQueries):
             await s.stop()
 
     async def shutdown(self, stop_daemon: bool) -> None:
+        self._closing = True
+        run = self._tune
+        if run is not None and run.task is not None and not run.task.done():
+            # A search lives in this process: its running trial stops its benchmark and daemon first
+            # (the runner polls every 0.25 s); its state stays resumable.
+            await self.cancel_tune()
+            await asyncio.wait([run.task], timeout=DRAIN_TIMEOUT_S)
         if not stop_daemon:
             self._record_left_running()
         if stop_daemon:

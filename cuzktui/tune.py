@@ -34,6 +34,7 @@ from typing import Any, Final, Literal, Protocol
 
 from . import events as ev
 from .config import ConfigDocument, save_atomic
+from .controller import TuneBest, TuneTrialRow
 from .daemon_facts import (
     BY_CLI_NAME,
     DEFAULT_SAFETY_MARGIN,
@@ -45,7 +46,7 @@ from .daemon_facts import (
     worker_cap,
 )
 from .knobs import Severity, TomlValue
-from .planner import MemcheckReport, partitions_in_budget
+from .planner import MemcheckReport, memcheck_for, partitions_in_budget
 from .session import iter_observed, read_meta
 from .units import GiB, UnitError, format_size, parse_size
 
@@ -517,6 +518,50 @@ class Search:
         )
 
 
+def new_search(
+    start_text: str, kind: str, count: int, concurrency: int, *, engine: bool, memory_limit: int | None
+) -> tuple[Search, MemcheckReport]:
+    """A search of ``count`` proofs of ``kind`` per trial from this config, bounded by memcheck's figures
+    (on the engine, the box it emulates). ``memory_limit``: the real bytes of the trials' cgroup, which
+    bounds a real daemon's box below this machine's RAM."""
+    effective = ConfigDocument.parse(start_text).effective()
+    report = memcheck_for(effective, engine=engine, memory_limit_bytes=memory_limit)
+    box = Box.from_report(report)
+    if not engine and memory_limit is not None:  # memcheck describes this machine; the trials' cgroup is smaller
+        box = dataclasses.replace(box, limit_bytes=min(box.limit_bytes, memory_limit))
+    start = start_knobs(report, concurrency)
+    baseline = knobs_of(effective, concurrency, report.auto_budget_bytes)
+    return Search(kind, count, box, start, baseline), report
+
+
+def trial_configs(search: Search, start_text: str) -> Callable[[Knobs], str]:
+    """Each trial's config: the starting text exactly as given for the baseline (the reference trial),
+    else the starting document with the trial's knobs set (:func:`best_config`)."""
+    start_doc = ConfigDocument.parse(start_text)
+
+    def config_for(knobs: Knobs) -> str:
+        return start_text if knobs == search.baseline else best_config(start_doc, knobs).text()
+
+    return config_for
+
+
+def time_basis(engine: bool) -> str:
+    """Whose clock a search's proofs/hour are in."""
+    return "the modelled box's time (engine time_scale)" if engine else "wall-clock time"
+
+
+def trial_line(trial: Trial, limit: int) -> str:
+    """One line of progress for a finished (or skipped) trial."""
+    what = ", ".join(trial.changes) or "the starting config"
+    if not trial.ran:
+        return f"trial {trial.index}: skipped ({what}): {trial.note}"
+    peak = "-" if trial.peak_rss_bytes is None else format_size(trial.peak_rss_bytes)
+    return (
+        f"trial {trial.index}: {trial.status}, {trial.proofs_per_hour:.1f} proofs/hour, peak {peak} of "
+        f"{format_size(limit)} ({what})"
+    )
+
+
 def save_state(search: Search, directory: Path, args: Mapping[str, Any]) -> None:
     save_atomic(json.dumps({"args": dict(args), "search": search.to_json()}, indent=1), directory / STATE_FILE)
 
@@ -524,6 +569,12 @@ def save_state(search: Search, directory: Path, args: Mapping[str, Any]) -> None
 def load_state(directory: Path) -> tuple[Search, dict[str, Any]]:
     data = json.loads((directory / STATE_FILE).read_text())
     return Search.from_json(data["search"]), dict(data["args"])
+
+
+def _or_cancelled(
+    stop: Callable[[Sequence[float]], bool], cancelled: Callable[[], bool]
+) -> Callable[[Sequence[float]], bool]:
+    return lambda times: cancelled() or stop(times)
 
 
 def run_search(
@@ -535,10 +586,18 @@ def run_search(
     deadline: float | None = None,
     clock: Callable[[], float] = time.monotonic,
     on_trial: Callable[[Trial], None] | None = None,
+    on_start: Callable[[int, Knobs], None] | None = None,
+    cancelled: Callable[[], bool] = lambda: False,
 ) -> Search:
-    """Run trials until ``max_trials`` have run (skipped ones do not count), the deadline, or convergence."""
+    """Run trials until ``max_trials`` have run (skipped ones do not count), the deadline, convergence or
+    ``cancelled()``; ``on_start(index, knobs)`` before each benchmark, ``on_trial`` after each trial. A
+    cancel stops the benchmark running and leaves it unrecorded, so a resumed search runs it again."""
     limit = search.box.limit_bytes
-    while sum(1 for t in search.trials if t.ran) < max_trials and (deadline is None or clock() < deadline):
+    while (
+        sum(1 for t in search.trials if t.ran) < max_trials
+        and (deadline is None or clock() < deadline)
+        and not cancelled()
+    ):
         proposal = search.next_knobs()
         if proposal is None:
             break
@@ -551,7 +610,12 @@ def run_search(
             trial = Trial(index, knobs, changes, "skipped", limit_bytes=limit, predicted_peak_bytes=predicted,
                           note=refusal)  # fmt: skip
         else:
-            outcome = runner(index, config_for(knobs), knobs.concurrency, early_stop(search.best(), search.count))
+            if on_start is not None:
+                on_start(index, knobs)
+            stop_when = _or_cancelled(early_stop(search.best(), search.count), cancelled)
+            outcome = runner(index, config_for(knobs), knobs.concurrency, stop_when)
+            if cancelled():
+                break
             trial = Trial(
                 index, knobs, changes, outcome.status, outcome.proofs_per_hour, outcome.peak_rss_bytes,
                 outcome.limit_bytes or limit, outcome.oom_kills, predicted, outcome.completed, outcome.wall_s,
@@ -568,14 +632,18 @@ def run_search(
 # --------------------------------------------------------------------------------------------
 
 
+def config_changes(base: ConfigDocument, knobs: Knobs) -> dict[str, TomlValue]:
+    """The tuned knobs (``"section.key"`` → value) whose value differs from the document's effective one."""
+    effective = base.effective()
+    return {name: value for name, value in knobs.values().items() if effective.get(name) != value}
+
+
 def best_config(base: ConfigDocument, knobs: Knobs) -> ConfigDocument:
     """The starting document with the tuned knobs set: comments kept, only lines whose value changes differ."""
     doc = ConfigDocument.parse(base.text())
-    effective = doc.effective()
-    for name, value in knobs.values().items():
-        if effective.get(name) != value:
-            section, key = name.split(".", 1)
-            doc.set(section, key, value)
+    for name, value in config_changes(doc, knobs).items():
+        section, key = name.split(".", 1)
+        doc.set(section, key, value)
     return doc
 
 
@@ -639,6 +707,69 @@ def format_table(trials: Sequence[Trial], price_per_hour: float | None, *, time_
 
 
 # --------------------------------------------------------------------------------------------
+# The search as the TUI's Tune screen shows it (cuzktui.controller's snapshot types)
+# --------------------------------------------------------------------------------------------
+
+
+def trial_row(trial: Trial, price_per_hour: float | None) -> TuneTrialRow:
+    """A recorded trial as a row; a skipped one shows the model's predicted peak, no rate."""
+    return TuneTrialRow(
+        index=trial.index,
+        status=trial.status,
+        changes=trial.changes,
+        proofs_per_hour=trial.proofs_per_hour if trial.ran else None,
+        peak_rss_bytes=trial.peak_rss_bytes if trial.ran else trial.predicted_peak_bytes,
+        predicted=not trial.ran,
+        limit_bytes=trial.limit_bytes,
+        margin=trial.margin,
+        oom_kills=trial.oom_kills,
+        price_per_proof=trial.price_per_proof(price_per_hour),
+        completed=trial.completed,
+        note=brief(trial.note),
+    )
+
+
+def running_row(search: Search, index: int, knobs: Knobs, figures: SessionFigures | None) -> TuneTrialRow:
+    """The trial whose benchmark runs now, with what its session says so far."""
+    peak = figures.peak_rss_bytes if figures is not None else None
+    done = len(figures.completion_times) if figures is not None else 0
+    limit = search.box.limit_bytes
+    return TuneTrialRow(
+        index=index,
+        status="running",
+        changes=tuple(knobs.changes(search.baseline or search.start)),
+        proofs_per_hour=None,
+        peak_rss_bytes=peak,
+        predicted=False,
+        limit_bytes=limit,
+        margin=None if peak is None else peak / limit,
+        oom_kills=figures.oom_kills if figures is not None else 0,
+        price_per_proof=None,
+        completed=done,
+        note=f"{done} of {search.count} proofs so far",
+    )
+
+
+def best_of(search: Search, running_config: str) -> TuneBest | None:
+    """The best trial so far, what applying it changes in the running config, and whether the result
+    passes ``config check``."""
+    best = search.best()
+    if best is None:
+        return None
+    doc = ConfigDocument.parse(running_config)
+    start = search.trials[0]
+    return TuneBest(
+        index=best.index,
+        proofs_per_hour=best.proofs_per_hour,
+        speedup=best.proofs_per_hour / start.proofs_per_hour if start.proofs_per_hour > 0 else None,
+        margin=best.margin,
+        concurrency=best.knobs.concurrency,
+        changes=tuple(config_changes(doc, best.knobs).items()),
+        check_errors=tuple(config_errors(best_config(doc, best.knobs))),
+    )
+
+
+# --------------------------------------------------------------------------------------------
 # The real trial: a headless benchmark in a process of its own
 # --------------------------------------------------------------------------------------------
 
@@ -695,10 +826,14 @@ class BenchTrialRunner:
     memory_scale: float  # real bytes per box byte (1 for a real daemon)
     poll_s: float = 0.25
 
+    def session_of(self, index: int) -> Path:
+        """Where trial ``index`` records its benchmark session."""
+        return self.directory / f"trial-{index:02d}"
+
     def __call__(
         self, index: int, config_text: str, concurrency: int, stop_when: Callable[[Sequence[float]], bool]
     ) -> TrialOutcome:
-        session = self.directory / f"trial-{index:02d}"
+        session = self.session_of(index)
         if session.exists():  # an interrupted trial of a resumed search: run it again from scratch
             for path in sorted(session.rglob("*"), reverse=True):
                 path.rmdir() if path.is_dir() else path.unlink()

@@ -160,3 +160,4 @@ def test_the_status_line_names_a_failed_start_and_a_replay_s_cursor_speed_and_ke
     )
     model.apply(ev.DaemonExited(T0 + 200, 7, -9, 9, "stopped"))
     assert status_line(model, None, bench_running=True) == "handing the daemon over to the benchmark"
+    assert status_line(model, None, False, tuning=True) == "the daemon is handed over to the knob search (Tune, 8)"

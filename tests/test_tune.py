@@ -134,6 +134,33 @@ def test_a_search_resumes_where_it_stopped_without_running_a_trial_twice(tmp_pat
     assert len(set(box.ran)) == len(box.ran)  # no knobs measured twice
 
 
+def test_a_cancelled_search_stops_its_running_trial_and_leaves_it_for_a_resume() -> None:
+    box = SimulatedBox(limit=256 * GiB, base=MEASURED_BASE_RSS, slope=MEASURED_RSS_PER_PARTITION)
+    cancel: list[bool] = []
+    told_to_stop: list[bool] = []
+
+    def cancelled_in_the_third_run(
+        index: int, config_text: str, concurrency: int, stop_when: Callable[[Sequence[float]], bool]
+    ) -> TrialOutcome:
+        outcome = box(index, config_text, concurrency, stop_when)
+        if len(box.ran) == 3:
+            cancel.append(True)  # the operator cancels while it runs: the runner is told to stop
+            told_to_stop.append(stop_when(()))
+        return outcome
+
+    started: list[int] = []
+    search = run_search(
+        _search(box), cancelled_in_the_third_run, _config_for, max_trials=8,
+        on_start=lambda index, _knobs: started.append(index), cancelled=lambda: bool(cancel),
+    )  # fmt: skip
+    assert told_to_stop == [True] and len(started) == 3
+    # The third run was cut short: not recorded, so a resumed search runs it again.
+    assert [t.index for t in search.trials if t.ran] == started[:2] and search.trials[-1].index < started[2]
+    run_search(search, box, _config_for, max_trials=3)
+    third = [t for t in search.trials if t.ran][2]
+    assert third.index == started[2] and third.knobs == box.ran[2] == box.ran[3]
+
+
 def test_a_trial_clearly_slower_than_the_best_is_stopped() -> None:
     best = Trial(1, Knobs(196, 7, 1, 0, 0, 1, 6), (), "completed", 50.0, completion_times=tuple(range(10, 130, 10)))
     stop = early_stop(best, 12)

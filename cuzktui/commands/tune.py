@@ -7,7 +7,6 @@ found (and written with ``--out``), 1 no trial completed without an OOM kill, 2 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 import time
@@ -17,25 +16,24 @@ from typing import Any
 from ..config import ConfigDocument, ConfigError, build_config, load_config_or_default, save_atomic
 from ..daemon_config import read_config
 from ..live import profile_memory_limit, with_profile
-from ..planner import memcheck_for
 from ..session import sessions_root
 from ..supervisor import choose_program
 from ..tune import (
     STATE_FILE,
     BenchTrialRunner,
-    Box,
-    Knobs,
     Search,
     Trial,
     best_config,
     config_errors,
     format_table,
-    knobs_of,
     load_state,
+    new_search,
     run_search,
     save_state,
-    start_knobs,
     tier_line,
+    time_basis,
+    trial_configs,
+    trial_line,
 )
 from ..units import UnitError, format_size, parse_duration, parse_size
 
@@ -54,17 +52,6 @@ def parse_time_budget(text: str) -> int:
 
 def _progress(text: str) -> None:
     print(f"{time.strftime('%H:%M:%S')} {text}", file=sys.stderr, flush=True)
-
-
-def _trial_line(trial: Trial, limit: int) -> str:
-    what = ", ".join(trial.changes) or "the starting config"
-    if not trial.ran:
-        return f"trial {trial.index}: skipped ({what}): {trial.note}"
-    peak = "-" if trial.peak_rss_bytes is None else format_size(trial.peak_rss_bytes)
-    return (
-        f"trial {trial.index}: {trial.status}, {trial.proofs_per_hour:.1f} proofs/hour, peak {peak} of "
-        f"{format_size(limit)} ({what})"
-    )
 
 
 def _arguments(args: argparse.Namespace) -> dict[str, Any]:
@@ -109,7 +96,6 @@ def _tune(args: argparse.Namespace) -> int:
     start_text = base.text()
     if args.profile is not None:
         start_text = with_profile(start_text, args.profile)
-    start_doc = ConfigDocument.parse(start_text)
     scale = read_config(start_text).engine.memory_scale if engine else 1.0
     limit: int | None = None
     if args.memory_limit:
@@ -119,41 +105,29 @@ def _tune(args: argparse.Namespace) -> int:
             raise TuneUsageError(f"--memory-limit: {error}") from None
     elif args.profile is not None:
         limit = profile_memory_limit(args.profile, scale)
-    effective = start_doc.effective()
-    report = memcheck_for(effective, engine=engine, memory_limit_bytes=limit)
-    box = Box.from_report(report)
-    if not engine and limit is not None:  # memcheck describes this machine; the trials' cgroup is smaller
-        box = dataclasses.replace(box, limit_bytes=min(box.limit_bytes, limit))
-    start = start_knobs(report, args.concurrency)
-    baseline = knobs_of(effective, args.concurrency, report.auto_budget_bytes)
+    search, report = new_search(start_text, args.kind, args.count, args.concurrency, engine=engine, memory_limit=limit)
     directory = resume or sessions_root() / f"tune-{time.strftime('%Y%m%d-%H%M%S')}-{args.kind}"
     directory.mkdir(parents=True, exist_ok=True)
-    search = loaded or Search(args.kind, args.count, box, start, baseline)
+    search = loaded or search
     if loaded is not None:
         _progress(f"resuming {directory}: {len(loaded.trials)} trials on record")
     saved_args = _arguments(args)
 
-    def config_for(knobs: Knobs) -> str:
-        if knobs == search.baseline:
-            return start_text  # the starting config exactly as given: the reference trial
-        doc = best_config(start_doc, knobs)
-        return doc.text()
-
     def on_trial(trial: Trial) -> None:
         save_state(search, directory, saved_args)
-        _progress(_trial_line(trial, box.limit_bytes))
+        _progress(trial_line(trial, search.box.limit_bytes))
 
     _progress(
-        f"tuning {args.count} × {args.kind} on {report.machine}, limit {format_size(box.limit_bytes)}; "
+        f"tuning {args.count} × {args.kind} on {report.machine}, limit {format_size(search.box.limit_bytes)}; "
         f"trials in {directory}"
     )
     daemon_args = ("--engine",) if engine else ("--daemon", program.argv[0])
     inputs = ("--input", str(Path(args.input).resolve())) if args.input else ()
     runner = BenchTrialRunner(directory, args.kind, args.count, (*daemon_args, *inputs), limit, scale)
+    config_for = trial_configs(search, start_text)
     run_search(search, runner, config_for, max_trials=args.trials, deadline=deadline, on_trial=on_trial)
     save_state(search, directory, saved_args)
-    basis = "the modelled box's time (engine time_scale)" if engine else "wall-clock time"
-    return _result(args, search, base, directory, basis)
+    return _result(args, search, base, directory, time_basis(engine))
 
 
 def _result(args: argparse.Namespace, search: Search, base: ConfigDocument, directory: Path, basis: str) -> int:

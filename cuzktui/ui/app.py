@@ -38,6 +38,7 @@ from .screens.knobs import KnobsScreen
 from .screens.logs import LogsScreen
 from .screens.memcheck import MemcheckScreen
 from .screens.sessions import SessionsScreen
+from .screens.tune import TuneScreen
 from .screens.waterfall import WaterfallScreen
 from .theme import DEFAULT_THEME, ThemeFileError, bundled_themes, variable_defaults
 
@@ -50,6 +51,7 @@ SCREENS: tuple[tuple[str, str, str, Callable[[Controller], Screen[Any]]], ...] =
     ("memcheck", "5", "Memcheck", MemcheckScreen),
     ("logs", "6", "Logs", LogsScreen),
     ("sessions", "7", "Sessions", SessionsScreen),
+    ("tune", "8", "Tune", TuneScreen),
 )
 
 REPLAY_SPEEDS = (0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
@@ -193,7 +195,9 @@ class CuzkApp(App[None]):
                 refresh()
             except Exception as exc:
                 self.notify(f"{type(screen).__name__}: {exc}", severity="error")
-        self.sub_title = status_line(model, self.controller.clock, self.controller.bench_running())
+        tune = self.controller.tune_snapshot()
+        tuning = tune is not None and tune.state == "running"
+        self.sub_title = status_line(model, self.controller.clock, self.controller.bench_running(), tuning)
 
     # -- actions -------------------------------------------------------------------------------
 
@@ -319,6 +323,10 @@ class CuzkApp(App[None]):
                 running.append(f"the daemon (pid {pid})" if pid else "the daemon")
             if controller.bench_running():
                 running.append("a benchmark")
+            tune = controller.tune_snapshot()
+            if tune is not None and tune.state == "running":
+                resume = f"cuzk-tui tune --resume {tune.directory}"
+                running.append(f"a knob search: it stops with the TUI either way ({resume} continues it)")
         if not running:
             self._leave(stop_daemon=False)
             return

@@ -20,7 +20,15 @@ from textual.screen import Screen
 
 from cuzktui import events as ev
 from cuzktui.config import ConfigDocument
-from cuzktui.controller import BenchRequest, Identity, ReadOnlyControls, ReplayClock
+from cuzktui.controller import (
+    BenchRequest,
+    ControllerError,
+    Identity,
+    ReadOnlyControls,
+    ReplayClock,
+    TuneRequest,
+    TuneSnapshot,
+)
 from cuzktui.local import LocalQueries
 from cuzktui.model import SessionModel
 from cuzktui.planner import MemcheckReport, make_report
@@ -216,6 +224,9 @@ class FakeController(ReadOnlyControls, LocalQueries):
         self.applied: list[dict[str, Any]] = []
         self.benches: list[BenchRequest] = []
         self.cancelled = 0
+        self.tunes: list[TuneRequest] = []
+        self.tune_cancels = 0
+        self.tune: TuneSnapshot | None = None  # what tune_snapshot() answers
         self.start_error: Exception | None = None
         self.poll_error: Exception | None = None
         self.apply_error: Exception | None = None
@@ -270,6 +281,17 @@ class FakeController(ReadOnlyControls, LocalQueries):
     async def cancel_bench(self) -> None:
         self.cancelled += 1
         self.bench_is_running = False
+
+    async def start_tune(self, request: TuneRequest) -> None:
+        if self.read_only:
+            raise ControllerError("a replay is read-only")
+        self.tunes.append(request)
+
+    async def cancel_tune(self) -> None:
+        self.tune_cancels += 1
+
+    def tune_snapshot(self) -> TuneSnapshot | None:
+        return self.tune
 
     async def stop_daemon(self) -> None:
         self.daemon_is_running = False

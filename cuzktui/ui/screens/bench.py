@@ -114,6 +114,15 @@ def summary(bench: BenchState, now: float | None) -> Text:
     return text
 
 
+def form_number(screen: Screen[None], widget_id: str, name: str, minimum: int) -> int | None:
+    """A form field's whole number; None (after saying why) when it is not one ≥ ``minimum``."""
+    text = screen.query_one(f"#{widget_id}", Input).value.strip()
+    if not text.lstrip("-").isdigit() or int(text) < minimum:
+        screen.notify(f"{name} must be a whole number ≥ {minimum}, got {text!r}", severity="error")
+        return None
+    return int(text)
+
+
 class BenchScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+s", "start", "Start", priority=True),
@@ -213,18 +222,11 @@ class BenchScreen(Screen[None]):
         # Hidden from the footer in a replay, which runs nothing.
         return not (action in ("start", "cancel") and self.controller.read_only)
 
-    def _number(self, widget_id: str, name: str, minimum: int) -> int | None:
-        text = self.query_one(f"#{widget_id}", Input).value.strip()
-        if not text.lstrip("-").isdigit() or int(text) < minimum:
-            self.notify(f"{name} must be a whole number ≥ {minimum}, got {text!r}", severity="error")
-            return None
-        return int(text)
-
     def request(self) -> BenchRequest | None:
         """The benchmark the form describes; None (after saying why) when it is not valid."""
-        count = self._number("bench-count", "count", 1)
-        concurrency = self._number("bench-concurrency", "concurrency", 1)
-        retries = self._number("bench-oom", "OOM retries", 0)
+        count = form_number(self, "bench-count", "count", 1)
+        concurrency = form_number(self, "bench-concurrency", "concurrency", 1)
+        retries = form_number(self, "bench-oom", "OOM retries", 0)
         if count is None or concurrency is None or retries is None:
             return None
         kind = self.query_one("#bench-kind", Select).value

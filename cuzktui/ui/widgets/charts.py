@@ -52,6 +52,7 @@ class Line:
     points: tuple[Point, ...]
     marker: str  # the plain character used in ascii / no-colour mode
     value: str = ""  # the latest value, shown in the legend
+    scatter: bool = False  # points drawn apart, each with ``marker`` (not joined into a line)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +66,9 @@ class Marks:
 
 @dataclass(frozen=True, slots=True)
 class ChartSpec:
-    """One chart: lines over [t0, t1] (Unix seconds), y from 0 to ``y_max`` in ``unit``."""
+    """One chart: lines over [t0, t1] (Unix seconds), y from 0 to ``y_max`` in ``unit``. With ``x_unit``
+    the x axis is not time but plain numbers in that unit, from t0 to t1; its points are few (a search's
+    trials) and drawn as given, none dropped."""
 
     title: str
     lines: tuple[Line, ...]
@@ -78,6 +81,7 @@ class ChartSpec:
     event_color: str = "mem-oom"
     empty: str = "no samples yet"
     marks: tuple[Marks, ...] = ()
+    x_unit: str = ""
 
     def all_marks(self) -> list[Marks]:
         return [m for m in (Marks(self.events, self.event_label, self.event_color), *self.marks) if m.times]
@@ -152,6 +156,13 @@ def changed_span(old: Strip, new: Strip) -> tuple[int, int] | None:
     while end > start and end <= min(len(a), len(b)) and a[end - 1] == b[end - 1]:
         end -= 1
     return start, end
+
+
+def _drawn_points(line: Line, spec: ChartSpec, buckets: int) -> list[Point]:
+    """A time series at most one point per bucket; a numeric axis's few points (a search's trials) as given."""
+    if spec.x_unit:
+        return [p for p in line.points if spec.t0 <= p[0] <= spec.t1]
+    return downsample(line.points, spec.t0, max(spec.t1, spec.t0 + 1.0), buckets)
 
 
 class Chart(Widget):
@@ -255,17 +266,19 @@ class Chart(Widget):
     def _plot(self, spec: ChartSpec, palette: Palette, width: int, height: int) -> Text:
         plain = self.ascii_only or palette.no_color
         t0, t1 = spec.t0, max(spec.t1, spec.t0 + 1.0)
+        origin = 0.0 if spec.x_unit else t0  # time is drawn as elapsed from t0; other units as they are
         y_max = nice_ceiling(spec.y_max)
         label_width = len(_tick_label(y_max)) + 1
         columns = max(1, width - label_width)
         # Braille packs two samples per column; plain markers one.
         buckets = columns if plain else columns * 2
-        drawn = [(line, downsample(line.points, t0, t1, buckets)) for line in spec.lines]
+        drawn = [(line, _drawn_points(line, spec, buckets)) for line in spec.lines]
         # What plotext draws: the points per column, not every sample. A new sample that moves no
         # column (a long window, a steady value) reuses the figure: plotext's build is most of a
         # chart's cost.
         key = (
-            tuple((line.color, line.marker, points) for line, points in drawn),
+            tuple((line.color, line.marker, line.scatter, points) for line, points in drawn),
+            spec.x_unit,
             tuple(spec.all_marks()),
             t0,
             t1,
@@ -285,21 +298,25 @@ class Chart(Widget):
         for line, points in drawn:
             if not points:
                 continue
-            xs = [t - t0 for t, _ in points]
+            xs = [t - origin for t, _ in points]
             ys = [v for _, v in points]
-            marker = line.marker if plain else "braille"
-            figure.plot(xs, ys, marker=marker, color=palette.plotext(line.color))
+            marker = line.marker if plain or line.scatter else "braille"
+            draw = figure.scatter if line.scatter else figure.plot
+            draw(xs, ys, marker=marker, color=palette.plotext(line.color))
         for marks in spec.all_marks():
             for t in marks.times:
                 if plain:
-                    figure.plot([t - t0, t - t0], [0, y_max], marker="|", color=palette.plotext(marks.color))
+                    figure.plot([t - origin] * 2, [0, y_max], marker="|", color=palette.plotext(marks.color))
                 else:
-                    figure.vertical_line(t - t0, color=palette.plotext(marks.color))
-        figure.xlim(0, t1 - t0)
+                    figure.vertical_line(t - origin, color=palette.plotext(marks.color))
+        figure.xlim(t0 - origin, t1 - origin)
         figure.ylim(0, y_max)
         figure.yticks([0, y_max / 2, y_max], ["0", _tick_label(y_max / 2), _tick_label(y_max)])
-        ticks = [0.0, (t1 - t0) / 2, t1 - t0]
-        figure.xticks(ticks, [format_duration(x) for x in ticks])
+        ticks = [t0 - origin, t0 - origin + (t1 - t0) / 2, t1 - origin]
+        labels = [_tick_label(x) for x in ticks] if spec.x_unit else [format_duration(x) for x in ticks]
+        if spec.x_unit:
+            labels[-1] += f" {spec.x_unit}"
+        figure.xticks(ticks, labels)
         plot = Text.from_ansi(figure.build(), no_wrap=True)
         self._plot_cache = (key, plot)
         return plot
