@@ -14,6 +14,7 @@ The UI (cuzktui/ui/widgets/waterfall.py) draws what these return and decides not
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -82,14 +83,16 @@ def column_owners(
     if not keep_every or columns == 0:
         return owners
     counts = Counter(o for o in owners if o is not None)
+    neighbours = _Neighbours(owners)
+    # No empty column and no span with a cell to spare: a span that won none stays hidden (every
+    # hold of a dense lane fitted to the width), no need to look for one.
+    stuck = None not in owners and all(n <= 1 for n in counts.values())
     for i, (s, e, _) in enumerate(spans):
-        if counts[i] or e <= s or e <= start or s >= end:
+        if stuck or counts[i] or e <= s or e <= start or s >= end:
             continue
         middle = min(columns - 1, max(0, int(((s + e) / 2 - start) / step)))
-        before = [c for c, o in enumerate(owners) if o is not None and o < i]
-        after = [c for c, o in enumerate(owners) if o is not None and o > i]
-        left = before[-1] if before else -1  # the last cell of the spans before this one
-        right = after[0] if after else columns  # the first cell of the spans after it
+        # The last cell of the spans before this one, the first cell of the spans after it.
+        left, right = neighbours.around(i)
         free = [c for c in range(left + 1, right) if owners[c] is None]
         candidates = sorted(free, key=lambda c: abs(c - middle))
         if not candidates:
@@ -102,7 +105,35 @@ def column_owners(
                 counts[taken] -= 1
             owners[column] = i
             counts[i] = 1
+            neighbours = _Neighbours(owners)
+            stuck = None not in owners and all(n <= 1 for n in counts.values())
     return owners
+
+
+class _Neighbours:
+    """Where the spans before and after span ``i`` have their cells, among ``owners`` (column -> span).
+
+    Spans in time order own columns in that order, so the owned cells sorted by column are sorted by
+    span too and both neighbours are a bisection away: a fitted lane has thousands of holds that
+    won no column, and scanning every column for each of them cost columns x holds. Owners out of
+    order (spans that overlap) are scanned."""
+
+    def __init__(self, owners: list[int | None]) -> None:
+        self._owners = owners
+        self._owned = [(c, o) for c, o in enumerate(owners) if o is not None]
+        self._keys = [o for _, o in self._owned]
+        self._ordered = all(a <= b for a, b in zip(self._keys, self._keys[1:], strict=False))
+
+    def around(self, i: int) -> tuple[int, int]:
+        """(the last column owned by a span before ``i`` or -1, the first owned by one after it or
+        the column count)."""
+        owned, columns = self._owned, len(self._owners)
+        if self._ordered:
+            before, after = bisect_left(self._keys, i), bisect_right(self._keys, i)
+            return (owned[before - 1][0] if before else -1), (owned[after][0] if after < len(owned) else columns)
+        left = max((c for c, o in owned if o < i), default=-1)
+        right = min((c for c, o in owned if o > i), default=columns)
+        return left, right
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cuzktui.waterfall_layout import dominants
+from cuzktui.waterfall_layout import column_owners, dominants
 
 
 def test_each_column_shows_the_interval_covering_most_of_it() -> None:
@@ -21,3 +21,16 @@ def test_a_lane_of_thousands_of_holds_is_drawn_hold_by_hold() -> None:
     holds = [(float(n), n + 0.9, "busy") for n in range(5000)]
     hits = dominants(holds, 0.0, 1.0, 5000)
     assert hits == list(range(5000))
+
+
+def test_a_lane_of_thousands_of_holds_fitted_to_the_width_shows_a_hold_a_column_in_order() -> None:
+    holds = [(3.0 * n, 3.0 * n + 2.9, "hold") for n in range(5000)]
+    owners = column_owners(holds, 0.0, 15000 / 96, 96)
+    assert None not in owners and owners == sorted(owners) and len(set(owners)) == 96
+
+
+def test_a_hold_that_won_no_column_takes_the_nearest_empty_one_after_its_neighbour() -> None:
+    # Columns of 10 s: the 1 s hold at 55 s loses column 5 to the hold before it (8 s of it), then
+    # takes column 6, the empty one nearest its middle between its neighbours' cells.
+    holds = [(0.0, 58.0, "a"), (55.0, 56.0, "b"), (80.0, 100.0, "c")]
+    assert column_owners(holds, 0.0, 10.0, 10) == [0, 0, 0, 0, 0, 0, 1, None, 2, 2]
