@@ -114,6 +114,21 @@ def summary(bench: BenchState, now: float | None) -> Text:
     return text
 
 
+def input_column(prefix: str, controller: Controller, disabled: bool) -> Vertical:
+    """The input file field (``#PREFIX-input``) of a form that runs benchmarks: optional on the engine,
+    which generates inputs, required for the real daemon."""
+    optional = controller.identity.mode == "engine"
+    return Vertical(
+        Label("input file (PoRep: C1 JSON; others: vanilla proofs)"),
+        Input(
+            placeholder="optional with cuzk-engine" if optional else "required for the real daemon",
+            id=f"{prefix}-input",
+            disabled=disabled,
+        ),
+        id=f"{prefix}-input-col",
+    )
+
+
 def form_number(screen: Screen[None], widget_id: str, name: str, minimum: int) -> int | None:
     """A form field's whole number; None (after saying why) when it is not one ≥ ``minimum``."""
     text = screen.query_one(f"#{widget_id}", Input).value.strip()
@@ -179,14 +194,7 @@ class BenchScreen(Screen[None]):
                         id=f"bench-{name.split()[0].lower()}",
                         disabled=disabled,
                     )
-            with Vertical(id="bench-input-col"):
-                yield Label("input file (PoRep: C1 JSON; others: vanilla proofs)")
-                optional = self.controller.identity.mode == "engine"
-                yield Input(
-                    placeholder="optional with cuzk-engine" if optional else "required for the real daemon",
-                    id="bench-input",
-                    disabled=disabled,
-                )
+            yield input_column("bench", self.controller, disabled)
         # The request fields cuzk-bench batch takes as flags; blank = from the input file, else the default.
         with Horizontal(id="bench-request"):
             for label, field in REQUEST_NUMBERS:

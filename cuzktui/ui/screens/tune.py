@@ -25,7 +25,7 @@ from ...units import GiB, format_size
 from ..modals import ConfirmModal
 from ..widgets.charts import Chart, ChartSpec, Line, nice_ceiling
 from ..widgets.header import screen_header
-from .bench import form_number
+from .bench import form_number, input_column
 from .knobs import show_value
 
 # (label, field id, default): cuzk-tui tune's defaults (cli.py); a blank price shows no price per proof.
@@ -175,14 +175,7 @@ class TuneScreen(Screen[None]):
                         id=f"tune-{name}",
                         disabled=disabled,
                     )
-            with Vertical(id="tune-input-col"):
-                yield Label("input file (PoRep: C1 JSON; others: vanilla proofs)")
-                optional = self.controller.identity.mode == "engine"
-                yield Input(
-                    placeholder="optional with cuzk-engine" if optional else "required for the real daemon",
-                    id="tune-input",
-                    disabled=disabled,
-                )
+            yield input_column("tune", self.controller, disabled)
         yield Static(
             "No search yet: set the form and press ctrl+s. Each trial is a benchmark on this daemon's program "
             "with other knobs; the daemon is handed over for the search and relaunched after it.",
