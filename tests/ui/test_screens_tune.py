@@ -267,8 +267,14 @@ async def live(tmp_path: Path, short_dir: Path) -> AsyncIterator[Live]:
     # Two synthesis workers (engine.rs: max(2, min(budget / 14 GiB, max_parallel))) against memcheck's 7:
     # its recommendation, trial 2, is clearly faster, so there is a best config to apply. At 1/200 of the
     # box's time (not the fast config's 1/2000) the modelled work, not this machine's load, sets the rates.
-    changes = {"engine.mem_total": "256GiB", "engine.memory_scale": 1 / 1024, "engine.time_scale": 0.005}
-    config.update({**changes, "pipeline.max_parallel_synthesis": 2})
+    config.update(
+        {
+            "engine.mem_total": "256GiB",
+            "engine.memory_scale": 1 / 1024,
+            "engine.time_scale": 0.005,
+            "pipeline.max_parallel_synthesis": 2,
+        }
+    )
     config_file.write_text(config.text())
     session_dir = tmp_path / "session"
     options = LiveOptions(
