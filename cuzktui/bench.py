@@ -650,6 +650,9 @@ def format_summary(summary: BenchSummary) -> str:
             lines.append(
                 f"{label}   avg={sum(values) / len(values):.1f}s min={min(values):.1f}s max={max(values):.1f}s"
             )
+        # cuzk-bench prints prove= and prove time unexplained: the daemon's gpu_compute of a partitioned
+        # proof is the sum over its partitions (engine.rs, total_gpu_duration), so it can exceed the wall time.
+        lines.append("  (prove: the daemon's GPU time summed over the proof's partitions)")
         scope = " over the whole run, killed runs and restarts included" if summary.killed_s else ""
         lines.append(
             f"throughput:    {len(completed) / summary.wall_s * 60:.3f} proofs/min "

@@ -239,6 +239,9 @@ async def test_the_summary_prints_no_made_up_timings_for_unanswered_proofs(tmp_p
     lost = [line for line in lines if " LOST — " in line]
     assert len(lost) == 2 and all("no result: lost with its daemon" in line and "prove=" not in line for line in lost)
     assert "  of which lost: 2 (never answered: the daemon was gone)" in lines
+    # Unlike cuzk-bench's, the report says that prove is summed over partitions (it can exceed the wall time).
+    prove = next(i for i, line in enumerate(lines) if line.startswith("prove time:"))
+    assert lines[prove + 1] == "  (prove: the daemon's GPU time summed over the proof's partitions)"
     total = next(line for line in lines if line.startswith("total time:"))
     assert "in killed daemon runs" in total
     assert all(p["wall_ms"] is None and p["gpu_compute_ms"] is None for p in summary.to_json()["proofs"][1:])
