@@ -15,6 +15,7 @@ import random
 import shutil
 import signal
 import stat
+import subprocess
 import sys
 import tempfile
 import threading
@@ -352,3 +353,66 @@ async def test_a_session_writes_only_its_directory_the_chosen_config_and_its_soc
     assert [p for p in outside.rglob("*") if not p.is_dir()] == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cuzk.toml", "outside", "session"]
     assert set(sockets) <= {"cuzk.sock"}  # the config's own listen address, nothing else
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _read_class(path: str, session_dir: Path, config: Path) -> str | None:
+    """Which allowed class a path read by the controller's process falls in (None: none)."""
+    where = Path(path)
+    classes: list[tuple[str, Path, bool]] = [  # (class, root, whether what lies below counts too)
+        ("session", session_dir, True),
+        ("config", config, False),
+        # save_atomic opens the config's directory (O_DIRECTORY) to fsync the rename, lists nothing.
+        ("config", config.parent, False),
+        # Samplers (/proc/PID/stat, statm, cgroup), the open-descriptor count (/proc/self/fd).
+        ("proc/sys/dev", Path("/proc"), True),
+        ("proc/sys/dev", Path("/sys"), True),
+        ("proc/sys/dev", Path("/dev"), True),
+        # Imports and importlib.metadata: the interpreter's library and the virtual environment.
+        *(("python", Path(prefix), True) for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix}),
+        # The package itself, its editable-install metadata (the version), the tracing script, and
+        # the repository's root and the script's folder, which the import system lists as path entries.
+        ("repository", REPO / "cuzktui", True),
+        ("repository", REPO / "cuzk_tui.egg-info", True),
+        ("repository", REPO / "tests" / "read_trace_session.py", False),
+        ("repository", REPO / "tests", False),
+        ("repository", REPO, False),
+    ]
+    for name, root, below in classes:
+        if where == root or (below and where.is_relative_to(root)):
+            return name
+    return None
+
+
+def test_a_session_reads_only_its_directory_the_chosen_config_and_the_system(tmp_path: Path) -> None:
+    require_engine()
+    # The same live session as above, in a child process that traces its own reads with an audit hook
+    # (a hook cannot be removed, so it must not live in this process). HOME and the XDG directories
+    # point at an empty tree of their own: a read of a dotfile there falls in no class.
+    env = dict(os.environ)
+    for name in ("HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR"):
+        env[name] = str(tmp_path / "outside" / name)
+        Path(env[name]).mkdir(parents=True)
+    socket_dir = Path(tempfile.mkdtemp(prefix="cz-"))
+    config = tmp_path / "cuzk.toml"
+    config.write_text(fast_engine_config(socket_dir))
+    session_dir = tmp_path / "session"
+    try:
+        done = subprocess.run(
+            [sys.executable, str(REPO / "tests" / "read_trace_session.py"), str(config), str(session_dir)],
+            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(socket_dir, ignore_errors=True)
+    assert done.returncode == 0, done.stderr[-4000:]
+    reads: list[tuple[str, str]] = [tuple(read) for read in json.loads(done.stdout.splitlines()[-1])]
+    by_class: dict[str | None, list[str]] = {}
+    for event, path in reads:
+        by_class.setdefault(_read_class(path, session_dir, config), []).append(f"{event} {path}")
+    assert by_class.get(None, []) == []
+    # The trace saw what the session must read: the chosen config, its own files, the samplers' /proc.
+    assert f"open {config}" in by_class["config"]
+    assert any(read.endswith("meta.json") for read in by_class["session"])
+    assert "proc/sys/dev" in by_class and "python" in by_class and "repository" in by_class
