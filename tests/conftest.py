@@ -96,6 +96,25 @@ def fast_engine_config(socket_dir: Path, gpus: int = 1) -> str:
     )
 
 
+async def start_apply_stop(config: Path, session_dir: Path) -> None:
+    """A live session on the engine: start it with ``config``, wait until ready, apply one knob (which
+    saves the chosen config), stop the daemon. Issue 10 point 7 checks what this reads and writes."""
+    from cuzktui.live import LiveController, LiveOptions
+
+    controller = LiveController(LiveOptions(program=engine_program(), config_file=config, session_dir=session_dir))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + ENGINE_READY_TIMEOUT_S
+    try:
+        await controller.start()
+        while controller.model.daemon.phase != "ready":
+            assert loop.time() < deadline, "the engine never became ready"
+            await controller.poll()
+            await asyncio.sleep(0.05)
+        await controller.apply_config({"pipeline.max_parallel_synthesis": 3})
+    finally:
+        await controller.shutdown(stop_daemon=True)
+
+
 def memory_cgroup_or_skip() -> None:
     """Skip unless a memory cgroup can be created and removed here (root, v1 or v2 memory controller)."""
     from cuzktui.system import CgroupError, MemoryCgroup

@@ -36,33 +36,14 @@ def _record(event: str, args: tuple[Any, ...]) -> None:
 
 sys.addaudithook(_record)
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for `cuzktui`
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for `cuzktui` and `tests`
 
-from cuzktui.live import LiveController, LiveOptions  # noqa: E402  (imported after the hook: traced)
-from cuzktui.supervisor import engine_program  # noqa: E402
-
-READY_TIMEOUT_S = 60.0
-
-
-async def session(config: Path, session_dir: Path) -> None:
-    controller = LiveController(LiveOptions(program=engine_program(), config_file=config, session_dir=session_dir))
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + READY_TIMEOUT_S
-    try:
-        await controller.start()
-        while controller.model.daemon.phase != "ready":
-            if loop.time() > deadline:
-                raise SystemExit("the engine never became ready")
-            await controller.poll()
-            await asyncio.sleep(0.05)
-        await controller.apply_config({"pipeline.max_parallel_synthesis": 3})
-    finally:
-        await controller.shutdown(stop_daemon=True)
+from tests.conftest import start_apply_stop  # noqa: E402  (imported after the hook: traced)
 
 
 def main() -> None:
     config, session_dir = (Path(arg) for arg in sys.argv[1:3])
-    asyncio.run(session(config, session_dir))
+    asyncio.run(start_apply_stop(config, session_dir))
     cwd = os.getcwd()
     print(json.dumps(sorted({(event, os.path.normpath(os.path.join(cwd, path))) for event, path in READS})))
 

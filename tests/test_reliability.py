@@ -41,7 +41,7 @@ from cuzktui.session import (
     resolve_source,
 )
 from cuzktui.supervisor import DaemonProgram, DaemonStartError, Supervisor, engine_program
-from tests.conftest import fast_engine_config, require_engine
+from tests.conftest import fast_engine_config, require_engine, start_apply_stop
 
 FIXTURE = Path(__file__).parent / "data" / "timeline_restart.log"
 
@@ -335,21 +335,12 @@ async def test_a_session_writes_only_its_directory_the_chosen_config_and_its_soc
     config = tmp_path / "cuzk.toml"
     config.write_text(fast_engine_config(socket_dir))
     session_dir = tmp_path / "session"
-    controller = LiveController(LiveOptions(program=engine_program(), config_file=config, session_dir=session_dir))
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 60
     try:
-        await controller.start()
-        while controller.model.daemon.phase != "ready":
-            assert loop.time() < deadline, "the engine never became ready"
-            await controller.poll()
-            await asyncio.sleep(0.05)
-        await controller.apply_config({"pipeline.max_parallel_synthesis": 3})  # saves the chosen config
-        assert "max_parallel_synthesis = 3" in config.read_text()
+        await start_apply_stop(config, session_dir)
     finally:
-        await controller.shutdown(stop_daemon=True)
         sockets = [p.name for p in socket_dir.iterdir()]
         shutil.rmtree(socket_dir, ignore_errors=True)
+    assert "max_parallel_synthesis = 3" in config.read_text()  # the knob was saved to the chosen config
     assert [p for p in outside.rglob("*") if not p.is_dir()] == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cuzk.toml", "outside", "session"]
     assert set(sockets) <= {"cuzk.sock"}  # the config's own listen address, nothing else
@@ -372,11 +363,14 @@ def _read_class(path: str, session_dir: Path, config: Path) -> str | None:
         ("proc/sys/dev", Path("/dev"), True),
         # Imports and importlib.metadata: the interpreter's library and the virtual environment.
         *(("python", Path(prefix), True) for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix}),
-        # The package itself, its editable-install metadata (the version), the tracing script, and
-        # the repository's root and the script's folder, which the import system lists as path entries.
+        # The package itself, its editable-install metadata (the version), the tracing script and the
+        # session it runs (conftest.start_apply_stop), and the repository's root and the script's
+        # folder, which the import system lists as path entries.
         ("repository", REPO / "cuzktui", True),
         ("repository", REPO / "cuzk_tui.egg-info", True),
         ("repository", REPO / "tests" / "read_trace_session.py", False),
+        ("repository", REPO / "tests" / "conftest.py", False),
+        ("repository", REPO / "tests" / "__pycache__", True),
         ("repository", REPO / "tests", False),
         ("repository", REPO, False),
     ]
