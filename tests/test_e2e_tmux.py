@@ -113,6 +113,21 @@ class E2E:
     tmux: Tmux
     config: Path
     session: Path
+    rc_file: Path
+
+    def start_tui(self, argv: list[str]) -> None:
+        """Run ``argv`` in the pane through a shell that writes its exit status down: tmux does not
+        always record the status of a pane's process (``#{pane_dead_status}`` can stay empty after
+        the process has ended), so the tests read the file instead."""
+        self.tmux.start(["sh", "-c", '"$@"; echo $? > "$0"', str(self.rc_file), *argv])
+
+    def exit_status(self, timeout: float) -> str:
+        """The TUI's exit status, once the pane's shell has written it (fail with the screen after ``timeout``)."""
+        deadline = time.monotonic() + timeout
+        while not self.rc_file.exists() or not self.rc_file.read_text().strip():
+            assert time.monotonic() < deadline, f"the TUI did not exit; the screen was:\n{self.tmux.screen()}"
+            time.sleep(0.2)
+        return self.rc_file.read_text().strip()
 
 
 @pytest.fixture
@@ -126,7 +141,7 @@ def e2e(tmp_path: Path) -> Iterator[E2E]:
     server = f"cuzk-e2e-{uuid.uuid4().hex[:10]}"
     session = tmp_path / "session"
     try:
-        yield E2E(Tmux(server, conf), config, session)
+        yield E2E(Tmux(server, conf), config, session, tmp_path / "rc")
     finally:
         subprocess.run(["tmux", "-L", server, "kill-server"], capture_output=True, timeout=10, check=False)
         # The daemon and a benchmark runner live in sessions of their own (they outlive a hang-up):
@@ -144,7 +159,7 @@ def e2e(tmp_path: Path) -> Iterator[E2E]:
 def test_run_bench_in_tmux_shows_the_summary_and_quit_stops_the_daemon(e2e: E2E) -> None:
     assert CUZK_TUI.exists(), f"the console script is not installed next to {sys.executable}"
     tmux = e2e.tmux
-    tmux.start(
+    e2e.start_tui(
         [str(CUZK_TUI), "--engine", "--config", str(e2e.config), "--session", str(e2e.session),
          "--run-bench", "porep:3:2"]
     )  # fmt: skip
@@ -174,14 +189,7 @@ def test_run_bench_in_tmux_shows_the_summary_and_quit_stops_the_daemon(e2e: E2E)
     tmux.keys("q")
     tmux.wait_for(lambda s: f"Still running: the daemon (pid {pids[-1]}," in s, "the quit dialog", 30)
     tmux.keys("s")
-    deadline = time.monotonic() + 60
-    # Not #{pane_dead}: tmux marks the pane dead when its terminal reaches EOF, which can come before
-    # it has reaped the process and recorded how it ended (an exit status, or a signal).
-    while tmux.pane("#{pane_dead_status}#{pane_dead_signal}") == "":
-        assert time.monotonic() < deadline, f"the TUI did not exit; the screen was:\n{tmux.screen()}"
-        time.sleep(0.2)
-    ended = tmux.pane("status #{pane_dead_status}, signal #{pane_dead_signal}")
-    assert ended == "status 0, signal", ended
+    assert e2e.exit_status(60) == "0"
     assert [pid for pid in recorded_pids(e2e.session) if alive(pid)] == []
 
 
@@ -195,11 +203,9 @@ def test_first_launch_with_cuzk_daemon_on_path_and_no_config_serves_and_says_whe
     missing = tmp_path / "new" / "cuzk.toml"
     missing.parent.mkdir()
     tmux = e2e.tmux
-    # tmux does not always record the exit status of a pane's process: the shell writes it down.
-    rc_file = tmp_path / "rc"
-    tmux.start(
-        ["sh", "-c", 'env PATH="$1" "$2" --config "$3" --session "$4"; echo $? > "$5"', "sh",
-         f"{bin_dir}:{os.environ['PATH']}", str(CUZK_TUI), str(missing), str(e2e.session), str(rc_file)]
+    e2e.start_tui(
+        ["env", f"PATH={bin_dir}:{os.environ['PATH']}", str(CUZK_TUI), "--config", str(missing),
+         "--session", str(e2e.session)]
     )  # fmt: skip
     text = tmux.wait_for(lambda s: "REAL DAEMON" in s and "READY" in s, "the real daemon ready", 90)
     listen = str(ConfigDocument.parse(missing.read_text()).get("daemon", "listen"))
@@ -217,11 +223,7 @@ def test_first_launch_with_cuzk_daemon_on_path_and_no_config_serves_and_says_whe
     tmux.keys("q")
     tmux.wait_for(lambda s: "Stop and quit [s]" in s, "the quit dialog", 30)
     tmux.keys("s")
-    deadline = time.monotonic() + 60
-    while not rc_file.exists() or not rc_file.read_text().strip():
-        assert time.monotonic() < deadline, f"the TUI did not exit; the screen was:\n{tmux.screen()}"
-        time.sleep(0.2)
-    assert rc_file.read_text().strip() == "0"
+    assert e2e.exit_status(60) == "0"
     assert [pid for pid in recorded_pids(e2e.session) if alive(pid)] == []
 
 
@@ -229,11 +231,9 @@ def test_leave_running_prints_one_attach_line_that_shows_the_benchmark_again(e2e
     tmux = e2e.tmux
     # Slow enough (seconds per proof) that the benchmark is still running when the TUI leaves.
     e2e.config.write_text(e2e.config.read_text().replace("time_scale = 0.0005", "time_scale = 0.02"))
-    # tmux does not always record the exit status of a pane's process: the shell writes it down.
-    rc_file = tmp_path / "rc"
-    tmux.start(
-        ["sh", "-c", '"$1" --engine --config "$2" --session "$3" --run-bench porep:20:1; echo $? > "$4"', "sh",
-         str(CUZK_TUI), str(e2e.config), str(e2e.session), str(rc_file)]
+    e2e.start_tui(
+        [str(CUZK_TUI), "--engine", "--config", str(e2e.config), "--session", str(e2e.session),
+         "--run-bench", "porep:20:1"]
     )  # fmt: skip
     tmux.wait_for(lambda s: "cuzk-engine (embedded emulator)" in s, "the TUI's title", 60)
     tmux.keys("4")
@@ -244,13 +244,10 @@ def test_leave_running_prints_one_attach_line_that_shows_the_benchmark_again(e2e
     # The dialog wraps its text: look for words, not a whole phrase.
     tmux.wait_for(lambda s: "Leave running [l]" in s and "runner" in s, "the quit dialog naming the runner", 30)
     tmux.keys("l")
-    deadline = time.monotonic() + 60
-    while not rc_file.exists() or not rc_file.read_text().strip():
-        assert time.monotonic() < deadline, f"the TUI did not exit; the screen was:\n{tmux.screen()}"
-        time.sleep(0.2)
+    rc = e2e.exit_status(60)
     # -J undoes the terminal's own wrapping; -S - includes what scrolled into the pane's history.
     joined = tmux.run("capture-pane", "-p", "-J", "-S", "-", "-t", tmux.server)
-    assert rc_file.read_text().strip() == "0", joined[:1000]
+    assert rc == "0", joined[:1000]
     lines = [line.rstrip() for line in joined.splitlines()]
     assert "cuzk-tui: left running:" in lines, joined[:1000]
     (attach,) = [line for line in lines if line.startswith("cuzk-tui attach ")]
