@@ -42,7 +42,8 @@ STEADY_TIMEOUT_S = 30.0
 CONTEXT_SPREAD = 64 * MiB
 
 
-def _nvml_problem() -> str | None:
+def nvml_problem() -> str | None:
+    """Why NVML cannot be used here (tests/test_samplers.py asks too), or None."""
     try:
         import pynvml
 
@@ -54,7 +55,7 @@ def _nvml_problem() -> str | None:
 
 
 def _gpu_problem() -> str | None:
-    problem = _nvml_problem()
+    problem = nvml_problem()
     if problem is None and shutil.which("nvidia-smi") is None:
         problem = "nvidia-smi is not on PATH (nothing to compare the sampler with)"
     return problem

@@ -17,6 +17,7 @@ import pytest
 from cuzktui.events import GpuSample, MemorySample, ObservedEvent
 from cuzktui.samplers import GpuSampler, ProcessTreeSampler, run_periodic
 from cuzktui.units import GiB, MiB
+from tests.test_gpu_multi import nvml_problem
 
 DATA = Path(__file__).parent / "data" / "cgroup"
 
@@ -117,18 +118,7 @@ def test_missing_cgroup_dir_leaves_the_cgroup_fields_empty(tmp_path: Path) -> No
 # --- NVML -----------------------------------------------------------------------------------
 
 
-def _nvml_works() -> str | None:
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        pynvml.nvmlShutdown()
-    except Exception as exc:
-        return f"NVML not usable here: {exc}"
-    return None
-
-
-_NO_NVML = _nvml_works()
+_NO_NVML = nvml_problem()
 
 
 class _FakeNvmlError(Exception):
