@@ -205,16 +205,9 @@ def print_table(rows: list[Row]) -> None:
         print("  ".join(text.ljust(w) for text, w in zip(c, widths, strict=True)).rstrip())
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="a smoke run of a few seconds (CI)")
-    parser.add_argument("--lines", type=int, default=None, help="log size (default 1,000,000; --quick 5,000)")
-    parser.add_argument("--skip-tui", action="store_true", help="leave out the pty dashboard figures")
-    args = parser.parse_args()
-    lines = args.lines or (5_000 if args.quick else 1_000_000)
+def measure_log_group(lines: int, repeat: int) -> list[Row]:
+    """The log figures on a freshly written synthetic log of about ``lines`` lines."""
     jobs = max(1, lines // LINES_PER_JOB)
-    repeat = 1 if args.quick or lines >= 200_000 else 3
-    rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "daemon.log"
         with path.open("w", encoding="utf-8") as f:
@@ -228,11 +221,37 @@ def main() -> None:
             f"{100 * timeline / written:.0f} % TIMELINE; machine load {os.getloadavg()[0]:.1f} "
             f"on {os.cpu_count()} CPUs"
         )
-        rows += measure_log(path, repeat)
-    if not args.skip_tui:
+        return measure_log(path, repeat)
+
+
+GROUPS = ("log", "dashboard", "idle", "waterfall", "flood")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="a smoke run of a few seconds (CI)")
+    parser.add_argument("--lines", type=int, default=None, help="log size (default 1,000,000; --quick 5,000)")
+    parser.add_argument("--skip-tui", action="store_true", help="leave out the pty dashboard figures")
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=GROUPS,
+        help="measure only this group of figures (repeatable; default: every group)",
+    )
+    args = parser.parse_args()
+    groups = set(args.only or GROUPS) - ({"dashboard", "idle", "waterfall", "flood"} if args.skip_tui else set())
+    lines = args.lines or (5_000 if args.quick else 1_000_000)
+    repeat = 1 if args.quick or lines >= 200_000 else 3
+    rows: list[Row] = []
+    if "log" in groups:
+        rows += measure_log_group(lines, repeat)
+    if "dashboard" in groups:
         rows += measure_dashboard(1.0 if args.quick else 20.0)
+    if "idle" in groups:
         rows += measure_idle(1.0 if args.quick else 10.0)
-        rows += measure_waterfall(50 if args.quick else 1000, 3 if args.quick else 5)  # best of 3: the first is cold
+    if "waterfall" in groups:  # best of 3 or 5: the first is cold
+        rows += measure_waterfall(50 if args.quick else 1000, 3 if args.quick else 5)
+    if "flood" in groups:
         rows += measure_flooded(*((5_000, 2.0) if args.quick else (50_000, 10.0)))
     print_table(rows)
 
