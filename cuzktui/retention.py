@@ -5,11 +5,9 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Final
 
 from .session import SessionInfo, list_sessions
-
-_UNITS: Final = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+from .units import UnitError, parse_duration
 
 
 class AgeError(ValueError):
@@ -17,17 +15,14 @@ class AgeError(ValueError):
 
 
 def parse_age(text: str) -> float:
-    """Seconds of ``7d``, ``12h``, ``30m``, ``90s`` or a bare number of seconds."""
-    stripped = text.strip()
-    scale = _UNITS.get(stripped[-1:], 1)
-    number = stripped[:-1] if stripped[-1:] in _UNITS else stripped
+    """Seconds of ``7d``, ``12h``, ``30m``, ``90s`` or a bare number of seconds (units.parse_duration)."""
     try:
-        value = float(number)
-    except ValueError:
-        raise AgeError(f"{text!r} is not an age: use a number followed by d, h, m or s (e.g. 7d)") from None
+        value = parse_duration(text, hours=True)
+    except UnitError as error:
+        raise AgeError(str(error)) from None
     if not value > 0:
         raise AgeError(f"{text!r}: the age must be positive")
-    return value * scale
+    return float(value)
 
 
 def expired(infos: Iterable[SessionInfo], keep_s: float, now: float, spare: Iterable[Path] = ()) -> list[SessionInfo]:

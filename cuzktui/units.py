@@ -84,11 +84,15 @@ def daemon_size(text: str) -> int:
     return _DAEMON_SIZE_FALLBACK[suffix]
 
 
+# The tool's own flags' units, longest first; config.rs ``parse_duration`` knows only the last two.
+_TOOL_DURATION_SUFFIXES: Final = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
+
+
 def _split_duration(text: str, hours: bool = False) -> tuple[str, int]:
     """(number part, multiplier) as config.rs ``parse_duration`` splits it: a trailing ``m`` or ``s``,
-    the number before it trimmed; ``hours`` adds ``h``, which only the tool's own flags take."""
+    the number before it trimmed; ``hours`` adds ``h`` and ``d``, which only the tool's own flags take."""
     stripped = text.strip()
-    for suffix, multiplier in (("h", 3600), ("m", 60), ("s", 1)) if hours else (("m", 60), ("s", 1)):
+    for suffix, multiplier in _TOOL_DURATION_SUFFIXES if hours else _TOOL_DURATION_SUFFIXES[2:]:
         if stripped.endswith(suffix):
             return stripped[:-1].strip(), multiplier
     return stripped, 1
@@ -96,16 +100,16 @@ def _split_duration(text: str, hours: bool = False) -> tuple[str, int]:
 
 def parse_duration(text: str, *, hours: bool = False) -> int:
     """Seconds for a duration string: ``"5m"`` (minutes), ``"30s"`` (seconds) or a bare integer of seconds,
-    and with ``hours`` ``"2h"``: for the tool's own flags (``tune --time-budget``), never for a config
-    knob, since the daemon reads ``"2h"`` as 300 s."""
+    and with ``hours`` ``"2h"`` and ``"7d"``: for the tool's own flags (``tune --time-budget``,
+    ``record --keep``), never for a config knob, since the daemon reads ``"2h"`` as 300 s."""
     number, multiplier = _split_duration(text, hours)
     value = _rust_u64(number)
     if value is not None:
         return value * multiplier
     if hours:
         raise UnitError(
-            f"{text!r} is not a duration: use a whole number followed by 'h' (hours), 'm' (minutes) or "
-            "'s' (seconds), or a bare number of seconds"
+            f"{text!r} is not a duration: use a whole number followed by 'd' (days), 'h' (hours), 'm' (minutes) "
+            "or 's' (seconds), or a bare number of seconds"
         )
     raise UnitError(
         f"{text!r} is not a duration: use a whole number followed by 'm' (minutes) or 's' (seconds), "

@@ -61,7 +61,14 @@ def test_hours_are_for_the_tools_own_flags_only(text: str, seconds: int) -> None
         parse_duration(text)  # a config knob: the daemon reads "2h" as 300 s
 
 
-@pytest.mark.parametrize("text", ["2 hours", "1.5h", "h", "-1h"])
+@pytest.mark.parametrize(("text", "seconds"), [("7d", 604800), ("1 d", 86400)])
+def test_days_are_for_the_tools_own_flags_only(text: str, seconds: int) -> None:
+    assert parse_duration(text, hours=True) == seconds
+    with pytest.raises(UnitError, match=f"daemon would read it as {daemon_duration(text)} s"):
+        parse_duration(text)
+
+
+@pytest.mark.parametrize("text", ["2 hours", "1.5h", "h", "-1h", "1.5d"])
 def test_durations_with_hours_still_refuse_what_is_not_one(text: str) -> None:
     with pytest.raises(UnitError, match="'h' \\(hours\\)"):
         parse_duration(text, hours=True)
