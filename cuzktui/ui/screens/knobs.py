@@ -187,6 +187,17 @@ def drain_text(in_flight: list[str]) -> Text:
     return text
 
 
+async def apply_and_say(screen: Screen[Any], controller: Controller, changes: Mapping[str, Any], title: str) -> None:
+    """Save ``changes``, drain and restart the daemon (Controller.apply_config), then say how it went: the
+    Knobs form's apply and the Tune screen's apply-best are the same act."""
+    try:
+        await controller.apply_config(dict(changes))
+    except Exception as exc:
+        screen.notify(f"apply failed: {exc}", title=title, severity="error", timeout=15)
+    else:
+        screen.notify(f"applied {len(changes)} change(s); the daemon restarted", title=title)
+
+
 class KnobsScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+s", "apply", "Apply", priority=True),
@@ -427,11 +438,7 @@ class KnobsScreen(Screen[None]):
         # The drain's list changes (ages grow) even when the model does not: redraw it each second.
         ticker = self.set_interval(1.0, self._show_stage)
         try:
-            await self.controller.apply_config(changes)
-        except Exception as exc:
-            self.notify(f"apply failed: {exc}", title="Knobs", severity="error", timeout=15)
-        else:
-            self.notify(f"applied {len(changes)} change(s); the daemon restarted", title="Knobs")
+            await apply_and_say(self, self.controller, changes, "Knobs")
         finally:
             ticker.stop()
             self._applying = False

@@ -26,7 +26,7 @@ from ..modals import ConfirmModal
 from ..widgets.charts import Chart, ChartSpec, Line, nice_ceiling
 from ..widgets.header import screen_header
 from .bench import form_number, input_column
-from .knobs import show_value
+from .knobs import apply_and_say, show_value
 
 # (label, field id, default): cuzk-tui tune's defaults (cli.py); a blank price shows no price per proof.
 FIELDS = (
@@ -285,12 +285,7 @@ class TuneScreen(Screen[None]):
         self.app.push_screen(ConfirmModal(question, detail), confirmed)
 
     async def _apply(self, changes: dict[str, Any]) -> None:
-        try:
-            await self.controller.apply_config(changes)
-        except Exception as exc:
-            self.notify(f"apply failed: {exc}", title="Tune", severity="error", timeout=15)
-        else:
-            self.notify(f"applied {len(changes)} change(s); the daemon restarted", title="Tune")
+        await apply_and_say(self, self.controller, changes, "Tune")
         self._shown = None  # the best's changes are against the new running config now
         self.refresh_from_model()
 
