@@ -123,10 +123,12 @@ class DaemonRecorder:
             await self._poll_get_status()
 
     async def _poll_get_status(self) -> None:
-        try:
-            status = await self.supervisor.client.get_status()
-        except (ClientError, SupervisorError):
-            return
+        status = self.supervisor.recent_status(self.interval)
+        if status is None:
+            try:
+                status = await self.supervisor.client.get_status()
+            except (ClientError, SupervisorError):
+                return
         t = time.time()
         # The proof counts: recorded when they change, or when another daemon process answers (a
         # restart zeroes them, and the model ties them to the run they were read in).

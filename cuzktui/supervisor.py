@@ -46,6 +46,7 @@ from .diagnosis import BudgetFacts, budget_root_cause
 from .logfilter import launch_environment
 from .logparse import strip_ansi
 from .planner import cgroup_aware_budget
+from .proto import proving_pb2 as pb
 from .samplers import listener_pid
 from .session import LogFollower, SessionWriter
 from .system import CgroupError, MemoryCgroup, host_mem_total, kernel_oom_evidence
@@ -409,6 +410,9 @@ class Supervisor:
         self._sent_signals: list[int] = []
         self.liveness_interval = LIVENESS_INTERVAL_S
         self._liveness_task: asyncio.Task[None] | None = None
+        # The liveness probe's last GetStatus answer (monotonic time, answer): the recorder's samples of an
+        # attached daemon take it instead of asking again in the same second (recent_status).
+        self._probed: tuple[float, pb.GetStatusResponse] | None = None
         self._journal_unit: str | None = None
         self._journal: subprocess.Popen[bytes] | None = None
         self._config_text: str | None = None  # the running config, for the exit's root cause
@@ -588,6 +592,7 @@ class Supervisor:
         except ClientError as error:
             grpc_says = f"GetStatus: {error.status_text or error}"
         else:
+            self._probed = (time.monotonic(), status)
             return float(status.uptime_seconds), None
         if self.status_url is None:
             return None, grpc_says
@@ -645,7 +650,14 @@ class Supervisor:
         finally:
             os.close(log_fd)
 
+    def recent_status(self, max_age: float) -> pb.GetStatusResponse | None:
+        """The liveness probe's GetStatus answer if it is at most ``max_age`` seconds old (None: ask)."""
+        if self._probed is None or time.monotonic() - self._probed[0] > max_age:
+            return None
+        return self._probed[1]
+
     async def _reset_client(self) -> None:
+        self._probed = None  # a new daemon run's figures come from a new answer
         if self._client is not None:
             await self._client.close()
             self._client = None

@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -199,3 +200,57 @@ def standin_daemon_on_path(bin_dir: Path) -> Path:
     script.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{standin}" "$@"\n')
     script.chmod(0o755)
     return bin_dir
+
+
+# A stand-in daemon: GetStatus answers with total_proofs_completed = how many GetStatus calls it has
+# answered (1 for the first: a test sees whether an answer was asked for or reused), AwaitProof on an
+# unknown id is NOT_FOUND (as the daemon does), Prove echoes the size of its input and hangs when the
+# request id is "hang".
+_FAKE_DAEMON = textwrap.dedent(
+    """
+    import asyncio, sys
+    import grpc
+    from cuzktui.proto import proving_pb2 as pb, proving_pb2_grpc as pb_grpc
+
+    class Servicer(pb_grpc.ProvingEngineServicer):
+        calls = 0
+        async def GetStatus(self, request, context):
+            Servicer.calls += 1
+            return pb.GetStatusResponse(total_proofs_completed=Servicer.calls, uptime_seconds=3)
+        async def AwaitProof(self, request, context):
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"job not found: {request.job_id}")
+        async def Prove(self, request, context):
+            if request.submit.request_id == "hang":
+                await asyncio.Event().wait()
+            return pb.ProveResponse(result=pb.AwaitProofResponse(
+                job_id=request.submit.request_id, status=pb.AwaitProofResponse.COMPLETED,
+                proof=bytes(192), total_ms=len(request.submit.vanilla_proof)))
+
+    async def main():
+        limit = 256 * 1024 * 1024
+        server = grpc.aio.server(options=[("grpc.max_receive_message_length", limit),
+                                          ("grpc.max_send_message_length", limit)])
+        pb_grpc.add_ProvingEngineServicer_to_server(Servicer(), server)
+        server.add_insecure_port(sys.argv[1])
+        await server.start()
+        print("serving", flush=True)
+        await server.wait_for_termination()
+
+    asyncio.run(main())
+    """
+)
+
+
+@pytest.fixture
+def fake_daemon(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    address = f"unix://{tmp_path}/fake.sock"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _FAKE_DAEMON, address], stdout=subprocess.PIPE, cwd=Path(__file__).parent.parent
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == b"serving\n"
+        yield address, proc
+    finally:
+        proc.kill()
+        proc.wait()

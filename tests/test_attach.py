@@ -167,6 +167,28 @@ async def test_the_socket_owner_is_the_pid_its_memory_is_sampled_and_its_death_s
         await supervisor.close(stop=False)
 
 
+async def test_the_recorder_takes_the_liveness_probes_fresh_answer_instead_of_asking_again(
+    tmp_path: Path, fake_daemon: tuple[str, object]
+) -> None:
+    from cuzktui.recording import DaemonRecorder
+
+    address, _ = fake_daemon  # its GetStatus says how many GetStatus calls it has answered
+    supervisor = Supervisor(SessionWriter(tmp_path / "session"), None)
+    supervisor.liveness_interval = 3600.0  # one probe during the test
+    await supervisor.attach(address)
+    recorder = DaemonRecorder(supervisor, supervisor.session.append_event, interval=3600.0)
+    session = tmp_path / "session"
+    try:
+        await until(lambda: bool(of_type(session, ev.DaemonReadyObserved)), "readiness")
+        recorder.start()
+        await until(lambda: bool(of_type(session, ev.DaemonProofCounts)), "the proof counts")
+        (counts,) = of_type(session, ev.DaemonProofCounts)
+        assert isinstance(counts, ev.DaemonProofCounts) and counts.completed == 1  # the probe's own answer
+    finally:
+        await recorder.stop()
+        await supervisor.close(stop=False)
+
+
 async def test_a_hung_daemon_is_said_to_stop_answering_and_to_answer_again(
     tmp_path: Path, running_engine: EngineHandle, monkeypatch: pytest.MonkeyPatch
 ) -> None:
