@@ -166,6 +166,7 @@ SELF_CHECK_SINGLE: Final = "Pipeline single-sector PoRep proof self-check"  # pr
 SELF_CHECK_BATCHED: Final = "Batched PoRep proof self-check"  # process_batch_result, per sector
 # process_batch's slotted partition pipeline (slot_size > 0), which the engine does not run.
 SELF_CHECK_SLOTTED: Final = "Phase 6: PoRep proof self-check"
+SELF_CHECK_PASSED_SUFFIX: Final = " PASSED"
 SELF_CHECK_REJECTED_SUFFIX: Final = " — proof will NOT be returned to caller"
 PARTITION_VERIFICATION_RESULTS: Final = "per-partition verification results (invalid partitions produced bad proofs)"
 

@@ -184,7 +184,7 @@ def self_check(
     batch = (("sector_idx", index),) if site is CheckSite.BATCHED else ()
     if self_check_passes(c1, request):
         log.info(tracing.PROVER, msg.POREP_SELF_CHECK_PASSED, ("job_id", job_id), span=span)
-        log.info(tracing.ENGINE, f"{site.value} PASSED", ("job_id", job_id), *batch)
+        log.info(tracing.ENGINE, f"{site.value}{msg.SELF_CHECK_PASSED_SUFFIX}", ("job_id", job_id), *batch)
         return None
     log.warn(
         tracing.PROVER,
