@@ -8,6 +8,7 @@ from cuzktui import events as ev
 from cuzktui.controller import BenchRequest
 from cuzktui.model import SessionModel
 from cuzktui.ui.screens.bench import BenchScreen, proof_row, summary
+from cuzktui.ui.theme import Palette
 from cuzktui.ui.widgets.panels import pipeline_content
 from tests.ui.fakes import T0, FakeController, ScreenApp, bench_events, current_screen
 
@@ -117,9 +118,10 @@ def test_an_engine_bench_is_shown_in_box_time_and_a_lost_proof_without_timings()
         model.apply(event)
     bench = model.bench
     assert bench is not None
-    assert [str(c) for c in proof_row(1, done, bench)][3:8] == ["0.0", "0.0", "3.0", "0.0", "50.0"]
-    assert [str(c) for c in proof_row(2, lost, bench)][3:] == ["—"] * 5 + ["no result: the daemon died"]
-    text = summary(bench, T0 + 2).plain
+    palette = Palette.from_variables({})
+    assert [str(c) for c in proof_row(1, done, bench, palette)][3:8] == ["0.0", "0.0", "3.0", "0.0", "50.0"]
+    assert [str(c) for c in proof_row(2, lost, bench, palette)][3:] == ["—"] * 5 + ["no result: the daemon died"]
+    text = summary(bench, T0 + 2, palette).plain
     assert "times in emulated box time (engine time_scale 0.02)" in text
     assert "total time 100.0s (includes 60.0s in killed daemon runs, 10.0s restarting)" in text
     assert "prove Σ avg=3.0s" in text and "36.0 proofs/hour" in text

@@ -23,6 +23,7 @@ from ...daemon_facts import CLI_KINDS
 from ...figures import clock_label
 from ...model import BenchState
 from ...proofinputs import DEFAULT_MINER, InputError, RequestParams, parse_hex32
+from ..theme import Palette
 from ..widgets.header import follow_width, screen_header
 
 # Σ: the daemon sums synthesis_ms and gpu_compute_ms over a proof's partitions (engine.rs,
@@ -30,7 +31,10 @@ from ..widgets.header import follow_width, screen_header
 SUMMED = "(Σ: summed over partitions)"
 COLUMNS = ("#", "job id", "status", "queue s", "synth s Σ", "GPU s Σ", "total s", "wall s", "note")
 NOTE_WIDTH = 44
-_STATUS_STYLE = {"COMPLETED": "green", "FAILED": "bold red", "LOST": "bold red"}
+# The waterfall's colours (ui/theme.py): a completed proof in its GPU green, a failed one in its failure red.
+# An alarm is bold so that it stays one where NO_COLOR takes the colour away (Textual's monochrome filter
+# turns a plain red into a dark grey that a dark terminal hides).
+_STATUS_COLOR = {"COMPLETED": ("phase-gpu", False), "FAILED": ("phase-failed", True), "LOST": ("phase-failed", True)}
 
 
 # (label, RequestParams field) of the request fields the form offers beside the input file.
@@ -47,18 +51,20 @@ def seconds(ms: int) -> str:
     return f"{ms / 1000:.1f}"
 
 
-def proof_row(index: int, result: ev.ProofFinished, bench: BenchState) -> tuple[str | Text, ...]:
+def proof_row(index: int, result: ev.ProofFinished, bench: BenchState, palette: Palette) -> tuple[str | Text, ...]:
     """One proof; an unanswered one (lost with its daemon, or a failed call) shows no timings, not zeros."""
     timings = (result.queue_wait_ms, result.synthesis_ms, result.gpu_compute_ms, result.total_ms, result.wall_ms)
     cells = tuple(seconds(bench.box_ms(ms)) if result.answered else "—" for ms in timings)
     note = result.error if result.answered else f"no result: {result.error}"
-    return (str(index), result.job_id, Text(result.status, style=_STATUS_STYLE.get(result.status, "")), *cells, note)
+    color = _STATUS_COLOR.get(result.status)
+    status = Text(result.status, style=palette.fg(*color) if color is not None else "")
+    return (str(index), result.job_id, status, *cells, note)
 
 
 EVIDENCE_WIDTH = 48
 
 
-def restart_row(restart: ev.BenchRestart) -> tuple[str | Text, ...]:
+def restart_row(restart: ev.BenchRestart, palette: Palette) -> tuple[str | Text, ...]:
     what = "daemon OOM-killed" if restart.reason == "oom_kill" else f"daemon died ({restart.reason})"
     # The table row is a summary: the first two facts, shortened; the full evidence (kernel log
     # lines included) is on the Dashboard's diagnosis.
@@ -72,7 +78,7 @@ def restart_row(restart: ev.BenchRestart) -> tuple[str | Text, ...]:
     return (
         "⟲",
         f"restart {restart.attempt}",
-        Text(restart.reason.upper().replace("_", " "), style="bold red"),
+        Text(restart.reason.upper().replace("_", " "), style=palette.fg("restart", bold=True)),
         "",
         "",
         "",
@@ -82,7 +88,7 @@ def restart_row(restart: ev.BenchRestart) -> tuple[str | Text, ...]:
     )
 
 
-def summary(bench: BenchState, now: float | None) -> Text:
+def summary(bench: BenchState, now: float | None, palette: Palette) -> Text:
     """The cuzk-bench batch summary: totals, wall and prove times, throughput."""
     done = [r for r in bench.results if r.status == "COMPLETED"]
     finished = bench.finished
@@ -98,7 +104,7 @@ def summary(bench: BenchState, now: float | None) -> Text:
     if finished is not None and finished.killed_s:
         text.append(f" (includes {finished.killed_s:.1f}s in killed daemon runs, {finished.restart_s:.1f}s restarting)")
     if bench.restarts:
-        text.append(f" · {len(bench.restarts)} restart(s)", style="bold red")
+        text.append(f" · {len(bench.restarts)} restart(s)", style=palette.fg("restart", bold=True))
     if done:
         walls = [bench.box_ms(r.wall_ms) / 1000 for r in done]
         proves = [bench.box_ms(r.gpu_compute_ms) / 1000 for r in done]
@@ -312,12 +318,13 @@ class BenchScreen(Screen[None]):
             table.clear()
             self._bench_id = bench.bench_id
             self._shown_results = self._shown_restarts = 0
-        self._append_rows(table, bench)
+        palette = Palette.for_app(self.app)
+        self._append_rows(table, bench, palette)
         progress = self.query_one("#bench-progress", ProgressBar)
         progress.update(total=bench.count, progress=bench.completed + bench.failed)
-        self.query_one("#bench-summary", Static).update(summary(bench, model.last_t))
+        self.query_one("#bench-summary", Static).update(summary(bench, model.last_t, palette))
 
-    def _append_rows(self, table: DataTable[str | Text], bench: BenchState) -> None:
+    def _append_rows(self, table: DataTable[str | Text], bench: BenchState, palette: Palette) -> None:
         """Only the rows that arrived since the last refresh, proofs and restarts in time order."""
         results = list(bench.results)[self._shown_results :]
         restarts = bench.restarts[self._shown_restarts :]
@@ -327,9 +334,9 @@ class BenchScreen(Screen[None]):
         for _, _, item in items:
             if isinstance(item, ev.ProofFinished):
                 self._shown_results += 1
-                table.add_row(*proof_row(self._shown_results, item, bench))
+                table.add_row(*proof_row(self._shown_results, item, bench, palette))
             else:
                 self._shown_restarts += 1
-                table.add_row(*restart_row(item), height=None)
+                table.add_row(*restart_row(item, palette), height=None)
         if items:
             table.move_cursor(row=table.row_count - 1)
