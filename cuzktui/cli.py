@@ -137,6 +137,11 @@ def build_parser() -> argparse.ArgumentParser:
     replay = sub.add_parser("replay", help="open a recorded session or a raw daemon log")
     replay.add_argument("source", help="a session directory or a daemon log file")
     replay.add_argument("--speed", type=float, default=10.0, help="playback speed factor (default 10)")
+    replay.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="read the whole source, neither resuming from nor storing a model checkpoint (also CUZK_TUI_CACHE=off)",
+    )
 
     memcheck = sub.add_parser("memcheck", help="report the memory this machine really gives the daemon")
     memcheck.add_argument("--json", action="store_true", help="print one JSON object")
@@ -208,10 +213,20 @@ def build_parser() -> argparse.ArgumentParser:
     export = sub.add_parser("export", help="write a Chrome trace (Perfetto) of a session or a daemon log")
     export.add_argument("source", help="a session directory or a daemon log file")
     export.add_argument("-o", "--output", required=True, metavar="FILE")
+    export.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="read the whole source, neither resuming from nor storing a model checkpoint (also CUZK_TUI_CACHE=off)",
+    )
 
     report = sub.add_parser("report", help="post-mortem of a session or a daemon log: every job and why it ended")
     report.add_argument("source", help="a session directory or a daemon log file")
     report.add_argument("--json", action="store_true", help="print one JSON object")
+    report.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="read the whole source, neither resuming from nor storing a model checkpoint (also CUZK_TUI_CACHE=off)",
+    )
 
     sub.add_parser("sessions", help="list recorded sessions")
 

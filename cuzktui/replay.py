@@ -23,7 +23,7 @@ from .config import ConfigError, load_config
 from .controller import ControllerError, Identity, ReadOnlyControls, ReplayClock
 from .local import LocalQueries
 from .model import SessionModel
-from .session import Progress, SessionReading, SessionSource, SourceError, resolve_source
+from .session import Progress, SessionReading, SessionSource, SourceError, resolve_source, resume_reading
 from .session_layout import config_versions
 from .units import format_size
 
@@ -38,8 +38,9 @@ def progress_bar(done: int, total: int, width: int = 30) -> str:
 class ReplayController(ReadOnlyControls, LocalQueries):
     """A read-only controller over recorded events with a time cursor (implements ReplayClock)."""
 
-    def __init__(self, source: Path, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, source: Path, clock: Callable[[], float] = time.monotonic, *, cache: bool = True) -> None:
         self.source = source
+        self._cache = cache  # False: --no-cache (model_cache)
         # Decided once here; a source that is neither a session nor a log is refused by load/start.
         resolved: SessionSource | None = None
         self._refusal = ""
@@ -80,12 +81,16 @@ class ReplayController(ReadOnlyControls, LocalQueries):
         return SessionReading(self._resolved, progress=progress)
 
     def _read_whole(self, progress: Progress | None = None) -> tuple[SessionModel, tuple[float, float] | None]:
-        """The model of every event of the source and the span of their times (the one reader)."""
+        """The model of every event of the source and the span of their times (the one reader), resumed
+        from a model checkpoint of an earlier replay of it when one holds (session.resume_reading)."""
         model = SessionModel(log_source=self._log_source)
         first: float | None = None
         t = 0.0
+        reading, resumed = resume_reading(self._reading(progress), self._cache, ("replay",), lambda: (model, first, t))
+        if resumed is not None:
+            model, first, t = resumed
         try:
-            for t, event in self._reading(progress):
+            for t, event in reading:
                 if first is None:
                     first = t
                 model.apply(event)

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import contextlib
 import heapq
+import itertools
 import json
 import os
 import platform
 import time
 import typing
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,11 +37,13 @@ from typing import Any, Final
 from platformdirs import user_state_dir
 
 from . import events as ev
+from . import model_cache
 from .config import ConfigError, load_config
 from .events import Stream
 from .logparse import event_line_starts, is_inert, parse_line, strip_ansi
-from .model import SessionModel, model_of
+from .model import SessionModel
 from .session_layout import CONFIG_DIR, DAEMON_LOG, EVENTS_FILE, META_FILE, config_versions
+from .timeline import Timeline
 
 DIR_MODE: Final = 0o700
 FILE_MODE: Final = 0o600
@@ -49,6 +53,8 @@ _READ_CHUNK: Final = 1 << 22
 # memory or block the UI while it is parsed. Daemon lines are a few hundred bytes; real logs, KB/s.
 POLL_LOG_BYTES: Final = 8 << 20
 _MAX_LINE: Final = 1 << 20
+# Events a holding pass keeps back at most (SessionFollower._holding): a few seconds of a busy session.
+_HELD_MAX: Final = 65_536
 
 
 def sessions_root() -> Path:
@@ -311,6 +317,15 @@ class LogFollower:
         return self._tail.line_number
 
     @property
+    def path(self) -> Path:
+        return self._tail.path
+
+    @property
+    def key(self) -> float:
+        """The time the last event read was placed at (keys only grow)."""
+        return self._key
+
+    @property
     def offset(self) -> int:
         return self._tail.offset
 
@@ -345,6 +360,19 @@ class _EventsReader:
         self._key = 0.0
         self.damaged = 0  # lines skipped
         self._first_damage = ""
+
+    @property
+    def key(self) -> float:
+        """The time the last event read was placed at (keys only grow)."""
+        return self._key
+
+    @property
+    def path(self) -> Path:
+        return self._tail.path
+
+    @property
+    def offset(self) -> int:
+        return self._tail.offset
 
     @property
     def damage(self) -> str | None:
@@ -404,6 +432,9 @@ class SessionFollower:
         # ``observed`` False: a bare log, whose directory's events.jsonl (if any) is not its session's.
         self._observed = observed
         self._events = _EventsReader(self.path / EVENTS_FILE if observed else Path(os.devnull))
+        # Events read but held back by a holding pass (log's, events.jsonl's), merged into the next
+        # pass; None: a holding pass gave up (see _holding), so this state is not one to resume from.
+        self._held: tuple[list[_Keyed], list[_Keyed]] | None = ([], [])
 
     @property
     def log(self) -> LogFollower:
@@ -414,13 +445,53 @@ class SessionFollower:
         """How much of events.jsonl was damaged and skipped, if any was."""
         return self._events.damage
 
-    def iter_keyed(self, final: bool = False, log_limit: int | None = None) -> Iterator[_Keyed]:
+    def iter_keyed(self, final: bool = False, log_limit: int | None = None, *, hold: bool = False) -> Iterator[_Keyed]:
         """New events merged by time, each with the time it is placed at (a replay's cursor axis);
         ``final`` also takes an unterminated last line (end of a replay); ``log_limit`` caps the new
-        log bytes taken (see POLL_LOG_BYTES)."""
+        log bytes taken (see POLL_LOG_BYTES). ``hold`` keeps back the events that lines appended later
+        could still precede (see _holding), so that a pass resumed later merges as one whole pass would."""
         if not self._observed:
             return self._log.read(final, log_limit)
-        return heapq.merge(self._log.read(final, log_limit), self._events.read(final), key=itemgetter(0))
+        log, events = self._log.read(final, log_limit), self._events.read(final)
+        if self._held is not None and (self._held[0] or self._held[1]):
+            log, events = itertools.chain(self._held[0], log), itertools.chain(self._held[1], events)
+            self._held = ([], [])
+        merged = heapq.merge(log, events, key=itemgetter(0))
+        return self._holding(merged) if hold else merged
+
+    @property
+    def files_read(self) -> list[tuple[Path, int]]:
+        """Each file read and how many of its bytes were; [] when a later pass from this state would not
+        merge as one whole pass would (a holding pass gave up)."""
+        if self._held is None:
+            return []
+        files = [(self._log.path, self._log.offset)]
+        return [*files, (self._events.path, self._events.offset)] if self._observed else files
+
+    def _holding(self, merged: Iterator[_Keyed]) -> Iterator[_Keyed]:
+        """``merged`` less its events that a later line of either file could still precede (each file's
+        keys only grow, so an event placed before both files' last keys is final); those are kept in
+        ``_held`` for the next pass. Beyond _HELD_MAX (one file far behind the other) the oldest are
+        let go and the state is marked not resumable: what a pass holds stays bounded."""
+        log, events = self._log, self._events
+        pending: deque[_Keyed] = deque()
+        for keyed in merged:
+            pending.append(keyed)
+            bound = min(log.key, events.key)
+            while pending and (pending[0][0] < bound or len(pending) > _HELD_MAX):
+                if pending[0][0] >= bound:
+                    self._held = None
+                yield pending.popleft()
+        bound = min(log.key, events.key)
+        while pending and pending[0][0] < bound:
+            yield pending.popleft()
+        if self._held is not None:
+            self._held = (
+                [keyed for keyed in pending if not ev.is_observed(keyed[1])],
+                [keyed for keyed in pending if ev.is_observed(keyed[1])],
+            )
+        else:
+            yield from pending
 
     def iter_new(self, final: bool = False, log_limit: int | None = None) -> Iterator[ev.Event]:
         """Lazily merged new events (see :meth:`iter_keyed`)."""
@@ -519,7 +590,14 @@ class SessionReading:
     ``log_lines`` and ``damage`` are complete once the iteration ends. A bare log has no supervisor to
     say how its daemon ended: a log cut mid-line (the daemon died while writing) or one that ends on the
     fatal ``Error:`` report yields a DaemonExited at its end; one with no daemon line at all raises
-    SourceError when the iteration ends. ``progress`` is called as the log is read, last with the whole size.
+    SourceError when the iteration ends. ``progress`` is called first with where the reading starts, then
+    as the log is read, last with the whole size.
+
+    ``checkpoint``, when set, is called once inside the iteration: when every event that lines appended
+    later could not change has been yielded (and modelled by the consumer), before the end-of-source
+    steps (an unterminated last line, the exit inferred from it, the notices of an empty source). The
+    reading pickles there, and iterating the unpickled copy later reads only what was appended since:
+    the consumer's model saved at that call plus that copy's events equal one whole pass (model_cache).
     """
 
     def __init__(self, source: SessionSource, details: bool = True, progress: Progress | None = None) -> None:
@@ -532,11 +610,26 @@ class SessionReading:
             details=details,
         )
         self._unreadable = _unreadable_files(source.directory) if source.directory is not None else []
-        self._progress = progress
+        self.progress = progress
+        self.checkpoint: Callable[[], None] | None = None
+        # How far the pass is, kept here (not in locals) so that a checkpoint carries it.
+        self._fatal: str | None = None
+        self._last: _Keyed | None = None
+        self._count = 0
+        self._unsaid = self._unreadable  # said where the session begins, so a replay shows them from its start
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The callbacks belong to the run that reads, not to the state a later run resumes.
+        return {**self.__dict__, "progress": None, "checkpoint": None}
 
     @property
     def log_lines(self) -> int:
         return self._follower.log.lines
+
+    @property
+    def unreadable(self) -> tuple[str, ...]:
+        """The session's files that do not read (meta.json, config versions): a checkpoint stands on them."""
+        return tuple(self._unreadable)
 
     @property
     def damage(self) -> tuple[str, ...]:
@@ -544,31 +637,28 @@ class SessionReading:
         damaged_events = self._follower.damage
         return (*self._unreadable, *([damaged_events] if damaged_events is not None else []))
 
+    @property
+    def files_read(self) -> list[tuple[Path, int]]:
+        """Each file this reading reads and how many of its bytes it has read (a checkpoint's footing),
+        or [] when the state is not one to resume from."""
+        return self._follower.files_read
+
     def __iter__(self) -> Iterator[_Keyed]:
-        source, progress, log = self.source, self._progress, self._follower.log
+        source, follower = self.source, self._follower
         total = _size(source.log_path)
-        fatal: str | None = None
-        last: _Keyed | None = None
-        count = 0
-        unsaid = self._unreadable  # said where the session begins, so a replay shows them from its start
-        for keyed in self._follower.iter_keyed(final=True):
-            if progress is not None and count % _PROGRESS_EVERY == 0:
-                progress(min(log.offset, total), total)
-            event = keyed[1]
-            if type(event) is ev.PlainLine:  # text no daemon line (a damaged line, a panic's prose)
-                continue
-            count += 1
-            if isinstance(event, ev.FatalErrorLine):
-                fatal = event.context
-            for text in unsaid:
-                yield keyed[0], ev.Notice(keyed[0], "error", text)
-            unsaid = []
-            last = keyed
-            yield keyed
-        for text in unsaid:
+        if self.progress is not None:  # where it starts: a resumed reading is already most of the way
+            self.progress(min(follower.log.offset, total), total)
+        if self.checkpoint is None:
+            yield from self._take(follower.iter_keyed(final=True), total)
+        else:
+            yield from self._take(follower.iter_keyed(hold=True), total)
+            self.checkpoint()
+            yield from self._take(follower.iter_keyed(final=True), total)
+        for text in self._unsaid:
             yield 0.0, ev.Notice(0.0, "error", text)
-        if progress is not None:
-            progress(total, total)
+        if self.progress is not None:
+            self.progress(total, total)
+        fatal, last, log = self._fatal, self._last, follower.log
         if not source.bare_log:
             return
         if last is None:
@@ -584,6 +674,26 @@ class SessionReading:
             )
             cause: ev.ExitCause = "error" if fatal is not None else "unknown"
             yield end, ev.DaemonExited(end, None, None, None, cause, (evidence,), fatal)
+
+    def _take(self, keyed_events: Iterator[_Keyed], total: int) -> Iterator[_Keyed]:
+        """The events of one pass a consumer sees, keeping the pass's state on the reading."""
+        progress, log = self.progress, self._follower.log
+        fatal, last, count, unsaid = self._fatal, self._last, self._count, self._unsaid
+        for keyed in keyed_events:
+            if progress is not None and count % _PROGRESS_EVERY == 0:
+                progress(min(log.offset, total), total)
+            event = keyed[1]
+            if type(event) is ev.PlainLine:  # text no daemon line (a damaged line, a panic's prose)
+                continue
+            count += 1
+            if isinstance(event, ev.FatalErrorLine):
+                fatal = event.context
+            for text in unsaid:
+                yield keyed[0], ev.Notice(keyed[0], "error", text)
+            unsaid = []
+            last = keyed
+            yield keyed
+        self._fatal, self._last, self._count, self._unsaid = fatal, last, count, unsaid
 
 
 def read_session(source: SessionSource, details: bool = True, progress: Progress | None = None) -> RecordedSession:
@@ -698,20 +808,56 @@ class LoadedSession:
 
 
 def load_session(
-    path: Path | str, max_jobs: int = ALL_JOBS, details: bool = True, progress: Progress | None = None
+    path: Path | str,
+    max_jobs: int = ALL_JOBS,
+    details: bool = True,
+    progress: Progress | None = None,
+    *,
+    cache: bool = True,
 ) -> tuple[LoadedSession, SessionModel]:
     """Resolve, read once and model ``SESSION_OR_LOG``: what replay, export and report all start from.
     The events are modelled as they are read and not kept (only the observed ones, a small share).
-    ``details`` False leaves out the per-partition timing lines (the report shows none of them)."""
+    ``details`` False leaves out the per-partition timing lines (the report shows none of them).
+    ``cache`` False (``--no-cache``) neither resumes from nor stores a model checkpoint (model_cache)."""
     source = resolve_source(path)
-    reading = SessionReading(source, details, progress)
     observed: list[ev.ObservedEvent] = []
-
-    def modelled() -> Iterator[ev.Event]:
-        for _, event in reading:
-            if ev.is_observed(event):
-                observed.append(event)
-            yield event
-
-    model = model_of(modelled(), log_source=str(source.log_path) if source.bare_log else None, max_jobs=max_jobs)
+    model = SessionModel(Timeline(max_jobs=max_jobs), log_source=str(source.log_path) if source.bare_log else None)
+    reading, resumed = resume_reading(
+        SessionReading(source, details, progress), cache, ("load_session", details, max_jobs), lambda: (observed, model)
+    )
+    if resumed is not None:
+        observed, model = resumed
+    for _, event in reading:
+        if ev.is_observed(event):
+            observed.append(event)
+        model.apply(event)
     return LoadedSession(source, observed, reading.log_lines, reading.damage), model
+
+
+_State = typing.TypeVar("_State")
+
+
+def resume_reading(
+    reading: SessionReading, cache: bool, consumer: tuple[object, ...], state: Callable[[], _State]
+) -> tuple[SessionReading, _State | None]:
+    """The model checkpoint of ``consumer`` (a reader and its options) of ``reading``'s source: the reading
+    to iterate (the stored one resumed, else ``reading``) armed to store ``state()`` (the consumer's model as
+    it is then) at its checkpoint, and the consumer's state stored with it (None: read cold). ``cache``
+    False (``--no-cache``), or CUZK_TUI_CACHE=off: ``reading`` as it is, nothing stored (model_cache)."""
+    if not model_cache.enabled(cache):
+        return reading, None
+    source = reading.source
+    key = [*consumer, os.path.realpath(source.path)]
+    spelt = [str(source.path), str(source.log_path), source.bare_log, *reading.unreadable]
+    checkpoints: model_cache.Checkpoints[tuple[SessionReading, _State]] = model_cache.Checkpoints(
+        key, [*consumer, *spelt]
+    )
+    stored = checkpoints.load()
+    resumed: _State | None = None
+    if stored is not None:
+        progress = reading.progress
+        reading, resumed = stored
+        reading.progress = progress
+    armed = reading
+    armed.checkpoint = lambda: checkpoints.store(armed.files_read, (armed, state()))
+    return reading, resumed

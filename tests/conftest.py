@@ -46,6 +46,13 @@ def post_vanilla() -> list[bytes]:
     return [proofinputs.generate_post_vanilla(1, 1)]
 
 
+@pytest.fixture(autouse=True)
+def _private_model_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's model checkpoints (cuzktui.model_cache: report, export, replay) go to a directory of its
+    own, never the user's ~/.cache nor another test's (a test never resumes what another one stored)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+
+
 def engine_available() -> bool:
     return importlib.util.find_spec("engine.__main__") is not None
 

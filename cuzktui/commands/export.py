@@ -22,7 +22,7 @@ def _fail(message: str) -> int:
 def run_export(args: argparse.Namespace) -> int:
     source, output = Path(args.source), Path(args.output)
     try:
-        recorded, model = load_session(source)
+        recorded, model = load_session(source, cache=not args.no_cache)
     except SourceError as exc:
         return _fail(str(exc))
     except OSError as exc:

@@ -27,7 +27,7 @@ def _time_scale(directory: Path | None) -> float | None:
 
 def run_report(args: argparse.Namespace) -> int:
     try:
-        recorded, model = load_session(Path(args.source), details=False)
+        recorded, model = load_session(Path(args.source), details=False, cache=not args.no_cache)
     except SourceError as error:
         print(f"cuzk-tui report: {error}", file=sys.stderr)
         return 1

@@ -132,7 +132,7 @@ def _show_progress(done: int, total: int) -> None:
 
 def run_replay(args: argparse.Namespace) -> int:
     try:
-        controller = ReplayController(Path(args.source))
+        controller = ReplayController(Path(args.source), cache=not args.no_cache)
         # A week of log takes seconds to read: say how far it is (on a terminal only).
         controller.load(_show_progress if sys.stderr.isatty() else None)
     except ControllerError as error:
