@@ -34,6 +34,7 @@ from cuzktui.model import SessionModel
 from cuzktui.planner import MemcheckReport, make_report
 from cuzktui.samplers import GpuDevice
 from cuzktui.system import CgroupMemory
+from cuzktui.ui.theme import variable_defaults
 from cuzktui.units import GiB
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
@@ -362,6 +363,9 @@ class ScreenApp(App[None]):
         super().__init__()
         self.make = make
         self.screen_name = name
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return variable_defaults(self.current_theme)  # the colours the real app draws with (CuzkApp)
 
     def on_mount(self) -> None:
         self.install_screen(self.make(), self.screen_name)

@@ -30,6 +30,7 @@ from ...knob_rules import MONOLITHIC_INERT, budget_problems, parse_cli_value, va
 from ...knobs import KNOBS_BY_NAME, LEVELS, Knob, KnobType, KnobValueError, Problem, Severity, Status, knobs_by_section
 from ..messages import KnobEdits
 from ..modals import ConfirmModal
+from ..theme import Palette
 from ..widgets.header import follow_width, screen_header
 
 # Rich styles, not CSS classes: the badge is part of a Text that wraps with the summary.
@@ -335,12 +336,13 @@ class KnobsScreen(Screen[None]):
         self._check_fields()
         changes = self.changes()
         lines = Text()
+        palette = Palette.for_app(self.app)
         for f in self.fields:
             name = f.knob.name
             f.set_class(name in changes, "-changed")
             if f.has_error:
                 lines.append(f"{name}\n", style="bold")
-                lines.append(f"  ✗ {f.problems[0].message}\n", style="red")
+                lines.append(f"  ✗ {f.problems[0].message}\n", style=palette.fg("phase-failed"))
             elif name in changes:
                 lines.append(f"{name}\n", style="bold")
                 old = show_value(self._running_values.get(name, f.knob.default))
@@ -367,7 +369,7 @@ class KnobsScreen(Screen[None]):
             status = Text(str(self.controller.config_path() or "no config file (daemon defaults)"))
         status.append(f" · {len(changes)} change{'s' if len(changes) != 1 else ''}")
         if errors:
-            status.append(f" · {errors} invalid", style="bold red")
+            status.append(f" · {errors} invalid", style=palette.fg("phase-failed", bold=True))
         if self.controller.read_only:
             status.append(" · read-only (replay)", style="italic")
         elif changes:

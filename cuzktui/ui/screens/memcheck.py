@@ -21,6 +21,7 @@ from ...controller import Controller
 from ...units import format_size
 from ..messages import ApplyRecommended
 from ..modals import ConfirmModal
+from ..theme import Palette
 from ..widgets.header import screen_header
 
 if TYPE_CHECKING:
@@ -126,6 +127,7 @@ class MemcheckScreen(Screen[None]):
         running = self.controller.config_values()
         table: DataTable[str | Text] = self.query_one("#memcheck-recommendations", DataTable)
         table.clear()
+        changed = Palette.for_app(self.app).fg("phase-queue")
         for r in report.recommendations:
             name = f"{r.section}.{r.key}"
             current = running.get(name)
@@ -133,7 +135,7 @@ class MemcheckScreen(Screen[None]):
             table.add_row(
                 name,
                 Text(str(r.value), style="bold" if differs else ""),
-                Text(str(current), style="yellow" if differs else "dim"),
+                Text(str(current), style=changed if differs else "dim"),
                 r.reasoning,
                 height=None,
             )
@@ -186,16 +188,18 @@ class MemcheckScreen(Screen[None]):
         bar = self.query_one("#memprobe-bar", ProgressBar)
         bar.update(total=max(result.target_bytes, 1), progress=result.allocated_bytes)
         text = Text("memprobe\n", style="bold")
+        alarm = Palette.for_app(self.app).fg("phase-failed", bold=True) if result.killed else ""
         for label, value in result.rows():
             text.append(f"{label:<20}", style="dim")
-            text.append(value.replace("\n", "\n" + " " * 20) + "\n", style="bold red" if result.killed else "")
+            text.append(value.replace("\n", "\n" + " " * 20) + "\n", style=alarm)
         text.rstrip()
         self.query_one("#memprobe-status", Static).update(text)
         self.call_after_refresh(self.query_one("#memprobe").scroll_visible)
 
     def _probe_failed(self, error: Exception) -> None:
         self._probing = False
-        self.query_one("#memprobe-status", Static).update(Text(f"memprobe failed: {error}", style="bold red"))
+        alarm = Palette.for_app(self.app).fg("phase-failed", bold=True)
+        self.query_one("#memprobe-status", Static).update(Text(f"memprobe failed: {error}", style=alarm))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # A replay's Knobs form is read-only: nothing to pre-fill.

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -23,6 +24,7 @@ from ...controller import Controller
 from ...figures import clock_label
 from ...units import format_size
 from ..messages import OpenReplay
+from ..theme import Palette
 from ..widgets.header import screen_header
 
 if TYPE_CHECKING:
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
     from ...session import SessionInfo
 
 
-def comparison(a: SessionSummary, b: SessionSummary) -> Table:
+def comparison(a: SessionSummary, b: SessionSummary, palette: Palette) -> Table:
     """Side by side, each column named by its session (time, label, config): the figures, then the knobs
     whose values differ."""
 
@@ -38,11 +40,12 @@ def comparison(a: SessionSummary, b: SessionSummary) -> Table:
         if s.peak_rss_bytes is None:
             return Text("no samples", style="dim")
         text = Text(("≥ " if s.peak_at_least else "") + format_size(s.peak_rss_bytes))
+        alarm = palette.fg("phase-failed", bold=True)
         if s.limit_bytes:
             share = s.peak_rss_bytes / s.limit_bytes
-            text.append(f" of {format_size(s.limit_bytes)} ({share:.0%})", style="bold red" if share > 0.9 else "")
+            text.append(f" of {format_size(s.limit_bytes)} ({share:.0%})", style=alarm if share > 0.9 else "")
         if s.over_box_ram and s.box_ram_bytes is not None:
-            text.append(f" ! above the box's {format_size(s.box_ram_bytes)} RAM", style="bold reverse red")
+            text.append(f" ! above the box's {format_size(s.box_ram_bytes)} RAM", style=alarm + Style(reverse=True))
         text.append(f"\n{s.peak_source}", style="dim")
         return text
 
@@ -181,14 +184,16 @@ class SessionsScreen(Screen[None]):
         panel = self.query_one("#sessions-compare", Static)
         panel.add_class("-shown")
 
+        palette = Palette.for_app(self.app)
+
         def work() -> None:
             # A week's session takes seconds to read: say which one is being read.
-            summaries = []
+            summaries: list[SessionSummary] = []
             for number, info in enumerate(infos, 1):
                 reading = f"Reading session {number} of 2: {info.label} ({format_size(info.size_bytes)})…"
                 self.app.call_from_thread(panel.update, Text(reading, style="dim"))
                 summaries.append(self.controller.summarize_session(info))
-            self.app.call_from_thread(panel.update, comparison(*summaries))
+            self.app.call_from_thread(panel.update, comparison(summaries[0], summaries[1], palette))
 
         self.run_worker(work, thread=True, exclusive=True, group="sessions-compare")
 

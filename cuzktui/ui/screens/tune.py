@@ -23,6 +23,7 @@ from ...controller import Controller, TuneRequest, TuneSnapshot, TuneTrialRow
 from ...daemon_facts import CLI_KINDS
 from ...units import GiB, format_size
 from ..modals import ConfirmModal
+from ..theme import Palette
 from ..widgets.charts import Chart, ChartSpec, Line, nice_ceiling
 from ..widgets.header import screen_header
 from .bench import form_number, input_column
@@ -64,11 +65,12 @@ def trial_cells(row: TuneTrialRow, best: int | None) -> tuple[str | Text, ...]:
     )
 
 
-def status_text(snap: TuneSnapshot) -> Text:
+def status_text(snap: TuneSnapshot, palette: Palette) -> Text:
     """Where the search is, the best so far and what applying it changes, and where it is recorded."""
     text = Text()
+    alarm = palette.fg("phase-failed", bold=True)
     state = {"running": "searching", "finished": "search finished", "cancelled": "search cancelled"}
-    text.append(state.get(snap.state, "search failed"), style="bold red" if snap.state == "failed" else "bold")
+    text.append(state.get(snap.state, "search failed"), style=alarm if snap.state == "failed" else "bold")
     text.append(
         f" · {snap.kind} × {snap.count} per trial · {snap.trials_run} of {snap.max_trials} trials run · limit "
         f"{format_size(snap.limit_bytes)} · proofs/hour in {snap.time_basis}"
@@ -86,7 +88,7 @@ def status_text(snap: TuneSnapshot) -> Text:
         margin = "-" if best.margin is None else f"{best.margin:.2f}"
         text.append(f", margin {margin}, at benchmark concurrency {best.concurrency}; ")
         if best.check_errors:
-            text.append("fails config check: " + "; ".join(best.check_errors), style="bold red")
+            text.append("fails config check: " + "; ".join(best.check_errors), style=alarm)
         elif not best.changes:
             text.append("the running config already has its knobs")
         else:
@@ -296,7 +298,7 @@ class TuneScreen(Screen[None]):
         if snap is None or snap == self._shown:
             return
         self._shown = snap
-        self.query_one("#tune-status", Static).update(status_text(snap))
+        self.query_one("#tune-status", Static).update(status_text(snap, Palette.for_app(self.app)))
         self._show_rows(snap)
         self.query_one("#tune-scatter", Chart).show(scatter_spec(snap))
 
