@@ -293,6 +293,20 @@ class NttTiming:
 
 
 @dataclass(frozen=True, slots=True)
+class DetailLines:
+    """A run of C++ timing lines (``CUZK_TIMING`` / ``CUZK_NTT_H``) a post-mortem reader left unparsed:
+    the log's bytes ``[start, start + len(text))`` (``text``: those bytes, inert lines between them
+    included), ``gpu`` the ordinal they name (``… on gpu G``, None for most), and ``reread`` to read a
+    range of that log again when a partition's details are wanted (session.LogFollower, lazy details).
+    """
+
+    start: int
+    text: bytes
+    gpu: int | None
+    reread: typing.Callable[[int, int], bytes] = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
 class FatalErrorLine:
     """The first line of a fatal ``Error: <context>`` report (stderr); causes follow as plain lines."""
 
@@ -331,6 +345,7 @@ LogEvent = (
     | Eviction
     | BudgetStall
     | NttTiming
+    | DetailLines
     | FatalErrorLine
     | PlainLine
 )

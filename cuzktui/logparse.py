@@ -18,7 +18,7 @@ from __future__ import annotations
 import calendar
 import codecs
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from sys import intern
 from typing import Final, Literal
@@ -56,7 +56,15 @@ from .events import (
     TimelineEvent,
 )
 
-__all__ = ["LineSplitter", "event_line_starts", "is_inert", "parse_line", "strip_ansi"]
+__all__ = [
+    "LineSplitter",
+    "event_line_starts",
+    "is_inert",
+    "lazy_line_starts",
+    "parse_line",
+    "strip_ansi",
+    "timing_events",
+]
 
 _ANSI_RE: Final = re.compile(r"\x1b\[[0-9;]*m")
 # A field boundary: one space, an identifier, '='. Dotted keys come from `log` records.
@@ -607,7 +615,9 @@ def _by_first_word(messages: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
 _BY_FIRST_WORD: Final = _by_first_word(_EVENT_MESSAGES)
 _BY_FIRST_WORD_PHASES: Final = _by_first_word(tuple(m for m in _EVENT_MESSAGES if m not in _DETAIL_MESSAGES))
 _QUIET_LEVELS: Final = frozenset({" INFO", "DEBUG", "TRACE"})
-_UNSTAMPED_EVENTS: Final = ("TIMELINE,", "CUZK_TIMING:", "CUZK_NTT_H:", "Error: ")
+# The C++ prover's timing lines: unstamped, the bulk of a busy log's events, and details only.
+_TIMING_PREFIXES: Final = ("CUZK_TIMING:", "CUZK_NTT_H:")
+_UNSTAMPED_EVENTS: Final = ("TIMELINE,", *_TIMING_PREFIXES, "Error: ")
 _UNSTAMPED_PHASE_EVENTS: Final = ("TIMELINE,", "Error: ")
 
 
@@ -645,22 +655,39 @@ def is_inert(line: str, details: bool = True) -> bool:
 _SGR: Final = rb"(?:\x1b\[[0-9;]*m)*"
 
 
-@lru_cache(maxsize=2)
-def _event_patterns(details: bool) -> tuple[re.Pattern[bytes], re.Pattern[bytes], tuple[re.Pattern[bytes], ...]]:
+def _either(texts: tuple[str, ...] | list[str]) -> bytes:
+    return b"(?:" + b"|".join(re.escape(text.encode()) for text in texts) + b")"
+
+
+@lru_cache(maxsize=3)
+def _event_patterns(
+    notable_details: bool, timing_lines: bool
+) -> tuple[re.Pattern[bytes], re.Pattern[bytes], tuple[re.Pattern[bytes], ...]]:
     """(an unstamped event prefix at a buffer's start, the same after a newline, the patterns found
-    anywhere in a line). Each starts with a literal, which ``re`` finds at memchr speed."""
-    unstamped = _UNSTAMPED_EVENTS if details else _UNSTAMPED_PHASE_EVENTS
-    groups = (_BY_FIRST_WORD if details else _BY_FIRST_WORD_PHASES).values()
+    anywhere in a line): with the detail messages of human lines or not, with the C++ timing lines
+    or not. Each starts with a literal, which ``re`` finds at memchr speed."""
+    unstamped = _UNSTAMPED_EVENTS if timing_lines else _UNSTAMPED_PHASE_EVENTS
+    groups = (_BY_FIRST_WORD if notable_details else _BY_FIRST_WORD_PHASES).values()
     notable = sorted({message for group in groups for message in group}, key=len, reverse=True)
-
-    def either(texts: tuple[str, ...] | list[str]) -> bytes:
-        return b"(?:" + b"|".join(re.escape(text.encode()) for text in texts) + b")"
-
-    line_start = _SGR + either(unstamped)
+    line_start = _SGR + _either(unstamped)
     # A notable message follows the target's ':' and a space, plain or with the colour reset the
     # ANSI rendering puts between them (engine/tracing.py Logger._ansi).
-    message = b":" + _SGR + b" " + either(notable)
+    message = b":" + _SGR + b" " + _either(notable)
     return re.compile(line_start), re.compile(b"\n" + line_start), tuple(map(re.compile, (b"WARN", b"ERROR", message)))
+
+
+def _line_starts(buf: bytes, at_start: re.Pattern[bytes], after_newline: re.Pattern[bytes]) -> set[int]:
+    starts = {0} if at_start.match(buf) else set()
+    starts.update(m.start() + 1 for m in after_newline.finditer(buf))
+    return starts
+
+
+def _found_starts(buf: bytes, notable_details: bool, timing_lines: bool) -> set[int]:
+    at_start, after_newline, anywhere = _event_patterns(notable_details, timing_lines)
+    starts = _line_starts(buf, at_start, after_newline)
+    for pattern in anywhere:
+        starts.update(buf.rfind(b"\n", 0, m.start()) + 1 for m in pattern.finditer(buf))
+    return starts
 
 
 def event_line_starts(buf: bytes, details: bool = True) -> list[int]:
@@ -671,12 +698,28 @@ def event_line_starts(buf: bytes, details: bool = True) -> list[int]:
     A bulk reader finds them over whole chunks at C speed and hands only these lines to
     :func:`is_inert` and :func:`parse_line`, which still decide each of them exactly.
     """
-    at_start, after_newline, anywhere = _event_patterns(details)
-    starts = {0} if at_start.match(buf) else set()
-    starts.update(m.start() + 1 for m in after_newline.finditer(buf))
-    for pattern in anywhere:
-        starts.update(buf.rfind(b"\n", 0, m.start()) + 1 for m in pattern.finditer(buf))
-    return sorted(starts)
+    return sorted(_found_starts(buf, details, details))
+
+
+_TIMING_LINE: Final = _SGR + _either(_TIMING_PREFIXES)
+_TIMING_AT_START: Final = re.compile(_TIMING_LINE)
+_TIMING_AFTER_NEWLINE: Final = re.compile(b"\n" + _TIMING_LINE)
+
+
+def lazy_line_starts(buf: bytes) -> tuple[list[int], list[int]]:
+    """(:func:`event_line_starts` of ``buf`` without the C++ timing lines, the starts of those timing
+    lines), both in order: a reader that keeps the timing lines only as offsets, to be parsed when a
+    partition's details are wanted (:func:`timing_events`), never splits them out of the buffer."""
+    timing = _line_starts(buf, _TIMING_AT_START, _TIMING_AFTER_NEWLINE)
+    return sorted(_found_starts(buf, True, False) - timing), sorted(timing)
+
+
+def timing_events(text: bytes) -> Iterator[CuzkTiming | NttTiming]:
+    """The C++ timing events of the log lines in ``text`` (other lines are passed over), in order."""
+    for raw in text.split(b"\n"):
+        event = parse_line(raw.decode("utf-8", "replace"))
+        if isinstance(event, CuzkTiming | NttTiming):
+            yield event
 
 
 # --------------------------------------------------------------------------------------------

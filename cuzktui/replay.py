@@ -78,7 +78,8 @@ class ReplayController(ReadOnlyControls, LocalQueries):
     def _reading(self, progress: Progress | None = None) -> SessionReading:
         if self._resolved is None:
             raise ControllerError(self._refusal)
-        return SessionReading(self._resolved, progress=progress)
+        # The waterfall's details pane parses a partition's C++ timing lines when it is opened.
+        return SessionReading(self._resolved, progress=progress, lazy=True)
 
     def _read_whole(self, progress: Progress | None = None) -> tuple[SessionModel, tuple[float, float] | None]:
         """The model of every event of the source and the span of their times (the one reader), resumed

@@ -18,7 +18,9 @@ and replay go through the same parsing and the same merge.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
+import functools
 import heapq
 import itertools
 import json
@@ -40,7 +42,7 @@ from . import events as ev
 from . import model_cache
 from .config import ConfigError, load_config
 from .events import Stream
-from .logparse import event_line_starts, is_inert, parse_line, strip_ansi
+from .logparse import event_line_starts, is_inert, lazy_line_starts, parse_line, strip_ansi
 from .model import SessionModel
 from .session_layout import CONFIG_DIR, DAEMON_LOG, EVENTS_FILE, META_FILE, config_versions
 from .timeline import Timeline
@@ -232,10 +234,10 @@ class _Tail:
         """Bytes of the file read so far (a loading reader's progress)."""
         return self._offset
 
-    def _blocks(self, final: bool, limit: int | None = None) -> Iterator[bytes]:
-        """Runs of whole lines appended since the last read, each ending in a newline; with ``final``
-        also the unterminated last line (``cut``); with ``limit``, from at most about that many new
-        bytes (the rest next time)."""
+    def _blocks(self, final: bool, limit: int | None = None) -> Iterator[tuple[int, bytes]]:
+        """Runs of whole lines appended since the last read, each ending in a newline, with the file
+        offset each starts at; with ``final`` also the unterminated last line (``cut``); with ``limit``,
+        from at most about that many new bytes (the rest next time)."""
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
@@ -243,6 +245,7 @@ class _Tail:
         taken = 0
         try:
             while (limit is None or taken < limit) and (chunk := os.pread(fd, _READ_CHUNK, self._offset)):
+                base = self._offset - len(self._partial)
                 self._offset += len(chunk)
                 taken += len(chunk)
                 data = self._partial + chunk
@@ -251,17 +254,17 @@ class _Tail:
                 if len(self._partial) > _MAX_LINE:  # no end in sight: its pieces are lines of their own
                     data, end, self._partial = data + b"\n", len(data) + 1, b""
                 if end:
-                    yield data[:end]
+                    yield base, data[:end]
         finally:
             os.close(fd)
         if final and self._partial:
             line, self._partial = self._partial, b""
             self.cut = True
-            yield line
+            yield self._offset - len(line), line
 
     def lines(self, final: bool, limit: int | None = None) -> Iterator[bytes]:
         """New whole lines (see _blocks)."""
-        for block in self._blocks(final, limit):
+        for _, block in self._blocks(final, limit):
             parts = block.split(b"\n")
             if not parts[-1]:
                 parts.pop()
@@ -269,14 +272,65 @@ class _Tail:
                 self.line_number += 1
                 yield line
 
+    def _counted(self, final: bool) -> Iterator[tuple[int, bytes]]:
+        for base, block in self._blocks(final):
+            self.line_number += block.count(b"\n") + (not block.endswith(b"\n"))
+            yield base, block
+
     def event_lines(self, final: bool, details: bool) -> Iterator[bytes]:
         """Only the lines that may be events (logparse.event_line_starts), found over whole blocks at
         C speed: the bulk of a long log is never split into line objects."""
-        for block in self._blocks(final):
-            self.line_number += block.count(b"\n") + (not block.endswith(b"\n"))
+        for _, block in self._counted(final):
             for start in event_line_starts(block, details):
-                end = block.find(b"\n", start)
-                yield block[start:] if end == -1 else block[start:end]
+                yield _line_at(block, start)
+
+    def lazy_event_lines(self, final: bool) -> Iterator[bytes | ev.DetailLines]:
+        """event_lines, with the C++ timing lines between two of them as one DetailLines each (a line
+        naming its GPU alone): the bulk of a busy log's events is found, never parsed."""
+        reread = functools.partial(_read_range, self.path)
+        for base, block in self._counted(final):
+            starts, timing = lazy_line_starts(block)
+            done = 0
+            for start in starts:
+                if done < len(timing) and timing[done] < start:
+                    before = bisect.bisect_left(timing, start, done)
+                    yield from _detail_runs(base, block, timing[done:before], reread)
+                    done = before
+                yield _line_at(block, start)
+            if done < len(timing):
+                yield from _detail_runs(base, block, timing[done:], reread)
+
+
+def _line_at(block: bytes, start: int) -> bytes:
+    end = block.find(b"\n", start)
+    return block[start:] if end == -1 else block[start:end]
+
+
+def _detail_runs(
+    base: int, block: bytes, starts: list[int], reread: Callable[[int, int], bytes]
+) -> Iterator[ev.DetailLines]:
+    """The timing lines at ``starts`` of ``block`` (file offset ``base``) as one run, or line by line when
+    one names its GPU (Timeline._single_open_gpu then picks the owner by that GPU)."""
+    first, last = starts[0], starts[-1]
+    end = block.find(b"\n", last)
+    end = len(block) if end == -1 else end
+    if block.find(b" on gpu ", first, end) == -1:
+        yield ev.DetailLines(base + first, block[first:end], None, reread)
+        return
+    for start in starts:
+        line = _line_at(block, start)
+        event = parse_line(line.decode("utf-8", "replace"))
+        gpu = event.gpu if isinstance(event, ev.CuzkTiming) else None
+        yield ev.DetailLines(base + start, line, gpu, reread)
+
+
+def _read_range(path: Path, start: int, length: int) -> bytes:
+    """``length`` bytes of ``path`` from ``start`` (a partition's timing lines, read again on demand)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return os.pread(fd, length, start)
+    finally:
+        os.close(fd)
 
 
 class LogFollower:
@@ -285,18 +339,31 @@ class LogFollower:
     ``offset`` starts the reading at a byte offset (e.g. where one daemon run began).
     """
 
-    def __init__(self, path: Path, offset: int = 0, *, skip_inert: bool = False, details: bool = True) -> None:
+    def __init__(
+        self, path: Path, offset: int = 0, *, skip_inert: bool = False, details: bool = True, lazy: bool = False
+    ) -> None:
         self._tail = _Tail(path, offset)
         self._key = 0.0
         # Post-mortem readers skip lines no model uses without parsing them, and lines that would only
-        # become PlainLines (which they drop), without even splitting them out (_Tail.event_lines).
+        # become PlainLines (which they drop), without even splitting them out (_Tail.event_lines);
+        # ``lazy`` (with both) leaves the C++ timing lines unparsed (DetailLines).
         self._skip_inert = skip_inert
         self._details = details
+        self._lazy = lazy and skip_inert and details
 
     def read(self, final: bool, limit: int | None = None) -> Iterator[_Keyed]:
         skip, details = self._skip_inert, self._details
-        lines = self._tail.event_lines(final, details) if skip else self._tail.lines(final, limit)
+        lines: Iterator[bytes | ev.DetailLines]
+        if self._lazy:
+            lines = self._tail.lazy_event_lines(final)
+        elif skip:
+            lines = self._tail.event_lines(final, details)
+        else:
+            lines = self._tail.lines(final, limit)
         for raw in lines:
+            if isinstance(raw, ev.DetailLines):  # unstamped: placed where the line before it was
+                yield self._key, raw
+                continue
             text = raw.decode("utf-8", "replace").rstrip("\r")
             if skip:
                 # Colour stripped once here, not in both is_inert and parse_line (half a coloured log).
@@ -425,10 +492,11 @@ class SessionFollower:
         observed: bool = True,
         skip_inert: bool = False,
         details: bool = True,
+        lazy: bool = False,
     ) -> None:
         self.path = Path(directory)
         log = Path(log_path) if log_path is not None else self.path / DAEMON_LOG
-        self._log = LogFollower(log, skip_inert=skip_inert, details=details)
+        self._log = LogFollower(log, skip_inert=skip_inert, details=details, lazy=lazy)
         # ``observed`` False: a bare log, whose directory's events.jsonl (if any) is not its session's.
         self._observed = observed
         self._events = _EventsReader(self.path / EVENTS_FILE if observed else Path(os.devnull))
@@ -598,9 +666,13 @@ class SessionReading:
     steps (an unterminated last line, the exit inferred from it, the notices of an empty source). The
     reading pickles there, and iterating the unpickled copy later reads only what was appended since:
     the consumer's model saved at that call plus that copy's events equal one whole pass (model_cache).
+    ``lazy`` yields the C++ timing lines as DetailLines, which a model keeps as log offsets (the waterfall
+    parses a partition's when it is opened, Partition.cuzk_timing).
     """
 
-    def __init__(self, source: SessionSource, details: bool = True, progress: Progress | None = None) -> None:
+    def __init__(
+        self, source: SessionSource, details: bool = True, progress: Progress | None = None, *, lazy: bool = False
+    ) -> None:
         self.source = source
         self._follower = SessionFollower(
             source.directory or source.log_path.parent,
@@ -608,6 +680,7 @@ class SessionReading:
             observed=not source.bare_log,
             skip_inert=True,
             details=details,
+            lazy=lazy,
         )
         self._unreadable = _unreadable_files(source.directory) if source.directory is not None else []
         self.progress = progress
@@ -814,16 +887,21 @@ def load_session(
     progress: Progress | None = None,
     *,
     cache: bool = True,
+    lazy: bool = True,
 ) -> tuple[LoadedSession, SessionModel]:
     """Resolve, read once and model ``SESSION_OR_LOG``: what replay, export and report all start from.
     The events are modelled as they are read and not kept (only the observed ones, a small share).
-    ``details`` False leaves out the per-partition timing lines (the report shows none of them).
+    ``details`` False leaves out the per-partition timing lines (the report shows none of them); ``lazy``
+    keeps the C++ ones as log offsets, parsed when a partition's are looked at (SessionReading).
     ``cache`` False (``--no-cache``) neither resumes from nor stores a model checkpoint (model_cache)."""
     source = resolve_source(path)
     observed: list[ev.ObservedEvent] = []
     model = SessionModel(Timeline(max_jobs=max_jobs), log_source=str(source.log_path) if source.bare_log else None)
     reading, resumed = resume_reading(
-        SessionReading(source, details, progress), cache, ("load_session", details, max_jobs), lambda: (observed, model)
+        SessionReading(source, details, progress, lazy=lazy),
+        cache,
+        ("load_session", details, lazy, max_jobs),
+        lambda: (observed, model),
     )
     if resumed is not None:
         observed, model = resumed

@@ -39,6 +39,7 @@ from .events import (
     BatchSplit,
     CuzkTiming,
     DaemonStarting,
+    DetailLines,
     EngineStarted,
     FinTiming,
     GpuTiming,
@@ -52,6 +53,7 @@ from .events import (
     SelfCheck,
     TimelineEvent,
 )
+from .logparse import timing_events
 
 __all__ = [
     "DEFAULT_MAX_JOBS",
@@ -103,10 +105,39 @@ class Partition:
     incomplete: bool = False  # its daemon run ended with a phase of it still open
     gpu_timing: dict[str, int] = field(default_factory=dict)
     fin_timing: dict[str, int] = field(default_factory=dict)
-    cuzk_timing: dict[str, int] = field(default_factory=dict)
-    ntt_timing: dict[str, int] = field(default_factory=dict)  # CUZK_NTT_H (groth16_ntt_h.cu)
     is_pinned: bool | None = None  # "partition synthesis complete ... is_pinned=" (pipeline.rs)
     lane_start: float | None = None  # set when it joins a worker's lane
+    _cuzk: dict[str, int] = field(default_factory=dict)
+    _ntt: dict[str, int] = field(default_factory=dict)
+    # Its C++ timing lines a post-mortem read kept unparsed (DetailLines): (start, length) ranges of the
+    # log and how to read them, parsed in order on the first look at cuzk_timing or ntt_timing.
+    _unread: list[tuple[int, int]] = field(default_factory=list)
+    _reread: Callable[[int, int], bytes] | None = None
+
+    @property
+    def cuzk_timing(self) -> dict[str, int]:
+        """CUZK_TIMING figures (supraseal's groth16_cuda.cu), later lines winning."""
+        self._read_details()
+        return self._cuzk
+
+    @property
+    def ntt_timing(self) -> dict[str, int]:
+        """CUZK_NTT_H figures (groth16_ntt_h.cu), later lines winning."""
+        self._read_details()
+        return self._ntt
+
+    def keep_unread(self, lines: DetailLines) -> None:
+        """Remember where ``lines`` are in the log, to parse them when the details are looked at."""
+        self._unread.append((lines.start, len(lines.text)))
+        self._reread = lines.reread
+
+    def _read_details(self) -> None:
+        if not self._unread or self._reread is None:
+            return
+        unread, self._unread = self._unread, []
+        for start, length in unread:
+            for event in timing_events(self._reread(start, length)):
+                (self._cuzk if isinstance(event, CuzkTiming) else self._ntt).update(event.values)
 
     @property
     def synth_s(self) -> float | None:
@@ -740,6 +771,21 @@ class Timeline:
         p.ntt_timing.update(event.values)
         return True
 
+    def _on_detail_lines(self, event: DetailLines) -> bool:
+        """A run of C++ timing lines read while nothing else happened: one owner for all of them, as
+        each would have had (_on_cuzk_timing, _on_ntt_timing); kept unparsed when there is one."""
+        p = self._single_open_gpu(event.gpu)
+        if p is not None:
+            p.keep_unread(event)
+            return True
+        changed = False
+        for timing in timing_events(event.text):
+            if isinstance(timing, CuzkTiming):
+                changed = self._on_cuzk_timing(timing) or changed
+            else:
+                changed = self._on_ntt_timing(timing) or changed
+        return changed
+
     def _single_open_gpu(self, gpu: int | None) -> Partition | None:
         """The one partition on a GPU (of ordinal ``gpu`` when known) a stderr line can belong to."""
         candidates = [
@@ -978,6 +1024,7 @@ _HANDLERS: Final[dict[type[Any], Callable[[Timeline, Any], bool]]] = {
     BatchSplit: Timeline._on_batch_split,
     BatchMemberDelivered: Timeline._on_batch_member,
     NttTiming: Timeline._on_ntt_timing,
+    DetailLines: Timeline._on_detail_lines,
 }
 
 # engine.rs: the dispatcher's failures between dequeue and the first synthesis (no job id).

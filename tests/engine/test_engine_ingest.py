@@ -12,9 +12,10 @@ from cuzktui.events import CuzkTiming, GpuTiming, PlainLine, TimelineEvent
 from cuzktui.export import build_chrome_trace
 from cuzktui.logfilter import EnvFilter
 from cuzktui.logparse import is_inert, parse_line
-from cuzktui.model import model_of
+from cuzktui.model import SessionModel, model_of
 from cuzktui.report import build_report
 from cuzktui.session import ALL_JOBS, SessionReading, load_session, resolve_source
+from cuzktui.timeline import Partition
 from engine.jobs import Status
 from engine.tracing import Logger
 from tests.engine.engine_harness import Captured, Factory, porep, post
@@ -52,3 +53,29 @@ async def test_the_bulk_reader_sees_what_the_per_line_path_sees(
     assert build_report(loaded, source) == build_report(whole, source) == build_report(phases, source)
     assert build_report(whole, source)["counts"]["completed"] == 3
     assert build_chrome_trace(loaded.timeline) == build_chrome_trace(whole.timeline)
+
+
+@pytest.mark.parametrize("workers", [1, 2], ids=["one-worker", "two-workers"])
+async def test_lazy_details_are_the_eager_ones(make_engine: Factory, captured: Captured, workers: int) -> None:
+    # A worker's finalizer overlaps its next prove, two workers their proves: the C++ lines read while two
+    # partitions are on the GPU belong to neither.
+    e = await make_engine(gpu_workers_per_device=workers)
+    results = await asyncio.wait_for(asyncio.gather(*(e.prove(porep(f"porep-{n}")) for n in range(3))), 60)
+    assert [r.status for r in results] == [Status.COMPLETED] * 3
+    _, eager = load_session(captured.path, lazy=False)
+    _, lazy = load_session(captured.path)
+
+    def partitions(model: SessionModel) -> list[Partition]:
+        return [p for job in model.timeline.jobs() for p in sorted(job.partitions.values(), key=lambda q: q.index)]
+
+    # Loaded, the lazy model holds its partitions' C++ timing lines as places in the log, parsed when looked at.
+    assert any(p._unread for p in partitions(lazy))
+
+    def details(p: Partition) -> tuple[object, ...]:
+        return (p.job.job_id, p.index, p.gpu_timing, p.fin_timing, p.cuzk_timing, p.ntt_timing, p.is_pinned)
+
+    assert [details(p) for p in partitions(lazy)] == [details(p) for p in partitions(eager)]
+    assert any(p.cuzk_timing and p.ntt_timing for p in partitions(eager))
+    assert lazy.timeline.unattached_cuzk_timings == eager.timeline.unattached_cuzk_timings
+    assert list(lazy.timeline.unattached) == list(eager.timeline.unattached)
+    assert eager.timeline.unattached_cuzk_timings > 0  # the path that parses a run at once is taken too
