@@ -28,6 +28,7 @@ import json
 import os
 import pickle
 import stat
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final, Generic, TypeVar
@@ -40,6 +41,7 @@ MAX_BYTES: Final = 512 << 20
 _DIGESTED: Final = 64 << 10  # bytes of a file digested at its start and before the offset read
 _MAGIC: Final = b"cuzk-tui model checkpoint 1\n"
 _SUFFIX: Final = ".ckpt"
+_ABANDONED_S: Final = 3600.0  # a temporary file this old is no store in progress
 
 State = TypeVar("State")
 
@@ -154,13 +156,19 @@ class Checkpoints(Generic[State]):
                 tmp.unlink()
 
     def _evict(self) -> None:
-        """Remove the least recently used checkpoints beyond MAX_ENTRIES or MAX_BYTES in all."""
+        """Remove the least recently used checkpoints beyond MAX_ENTRIES or MAX_BYTES in all, and what a
+        process killed while storing left behind (a temporary file older than an hour)."""
         entries: list[tuple[float, int, Path]] = []
+        abandoned = time.time() - _ABANDONED_S
         for entry in os.scandir(self.directory):
-            if entry.name.endswith(_SUFFIX) and entry.is_file(follow_symlinks=False):
-                with contextlib.suppress(OSError):
-                    st = entry.stat(follow_symlinks=False)
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            with contextlib.suppress(OSError):
+                st = entry.stat(follow_symlinks=False)
+                if entry.name.endswith(_SUFFIX):
                     entries.append((st.st_mtime, st.st_size, Path(entry.path)))
+                elif entry.name.endswith(".tmp") and st.st_mtime < abandoned:
+                    os.unlink(entry.path)
         kept = total = 0
         for _, size, path in sorted(entries, reverse=True):
             kept, total = kept + 1, total + size

@@ -156,6 +156,19 @@ def test_the_cache_keeps_its_most_recently_used_entries(tmp_path: Path, monkeypa
     assert _start(logs[0]) == 0  # the least recently used went
 
 
+def test_what_a_killed_store_left_behind_goes_at_the_next_store(tmp_path: Path) -> None:
+    log = _write(tmp_path / "daemon.log", FIXTURE)
+    load_session(log)
+    directory = model_cache.cache_dir()
+    abandoned, in_progress = directory / ".x.ckpt.1.tmp", directory / ".y.ckpt.2.tmp"
+    for path in (abandoned, in_progress):
+        _write(path, b"half a checkpoint")
+    os.utime(abandoned, (0, 0))
+    _write(log, LINES[0], "ab")
+    load_session(log)  # grown: stores again
+    assert not abandoned.exists() and in_progress.exists()
+
+
 def _session(tmp_path: Path, events: Sequence[ev.ObservedEvent], log: bytes) -> SessionWriter:
     session = SessionWriter.create(directory=tmp_path / "session")
     for event in events:
