@@ -124,6 +124,7 @@ class Checkpoints(Generic[State]):
                 if any(_footing(Path(file[0]), file[3]) != file for file in header["files"]):
                     return None
                 state: State = pickle.load(f)
+                self._loaded = [(file[0], file[3]) for file in header["files"]]
                 os.utime(f.fileno())  # most recently used
                 return state
         except Exception:

@@ -69,7 +69,9 @@ def test_a_second_read_of_a_log_resumes_at_its_end_and_equals_a_cold_read(tmp_pa
     assert len(_entries()) == 3  # report's, export's (another option) and replay's
     assert all(os.stat(entry).st_mode & 0o777 == 0o600 for entry in _entries())
     assert os.stat(model_cache.cache_dir()).st_mode & 0o777 == 0o700
+    stored = {entry: entry.stat().st_ino for entry in _entries()}
     assert _same_as_cold(log) == len(FIXTURE)  # the second read starts where the first ended
+    assert {entry: entry.stat().st_ino for entry in _entries()} == stored  # nothing new: nothing rewritten
 
 
 def test_a_grown_log_is_resumed_and_equals_a_cold_read_of_the_grown_log(tmp_path: Path) -> None:
