@@ -16,6 +16,7 @@ import pytest
 
 from cuzktui import events as ev
 from cuzktui import model_cache
+from cuzktui import session as session_module
 from cuzktui.cli import main
 from cuzktui.export import build_chrome_trace
 from cuzktui.replay import ReplayController
@@ -203,3 +204,17 @@ def test_a_grown_session_is_resumed_and_merges_as_a_cold_read(tmp_path: Path) ->
     assert [e.text for _, e in whole if isinstance(e, ev.Notice)] == ["note 0.5", "note 3.0", "note 9.0", "later"]
     # The test has teeth: lines of the grown log go before events the first read had already placed.
     assert whole[: len(before)] != before
+
+
+def test_a_session_whose_files_are_far_apart_in_time_is_read_whole_and_not_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # events.jsonl stops at +0.1 s while the log runs on: every later log line waits on events.jsonl,
+    # beyond what a pass may hold (lowered here from its real bound): read as always, no checkpoint.
+    session = _session(tmp_path, [ev.Notice(T0 + 0.1, "info", "early")], FIXTURE)
+    with monkeypatch.context() as patch:
+        patch.setattr(session_module, "_HELD_MAX", 3)
+        assert _figures(session.path, cache=True)[:-1] == _figures(session.path, cache=False)[:-1]
+        assert _entries() == []
+    _figures(session.path, cache=True)
+    assert len(_entries()) == 2  # the test has teeth: within the bound, both reads store one
