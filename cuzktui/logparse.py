@@ -107,27 +107,33 @@ def _option_int(text: str | None) -> int | None:
 # --------------------------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=4096)
+def _timeline_detail(text: str) -> tuple[dict[str, str], int | None, int | None, bool]:
+    """(fields, partition, worker, monolithic) of a TIMELINE detail. Cached: ``partition=3`` and
+    ``worker=1,partition=3`` are four of a partition's six lines, so most details are split once; the
+    events that carry one share its dict (events are never changed)."""
+    detail: dict[str, str] = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        if sep:
+            detail[key] = value
+    partition = _uint(detail.get("partition"))
+    # A monolithic job's events carry no partition index (§4.3); a complete detail without one
+    # says so. A cut-off detail ("partit") carries no key at all and stays undecided.
+    monolithic = partition is None and "partition" not in detail and bool(detail)
+    return detail, partition, _uint(detail.get("worker")), monolithic
+
+
 def _parse_timeline(line: str) -> LogEvent:
     parts = line.split(",", 4)
     if len(parts) < 5:
         return PlainLine(line)
     _, offset_text, event, job_id, detail_text = parts
-    offset = _uint(offset_text)
-    if offset is None or not event or not job_id:
+    if not (offset_text.isascii() and offset_text.isdigit()) or not event or not job_id:
         return PlainLine(line)
     if detail_text == "monolithic":
-        return TimelineEvent(offset, event, job_id, {}, None, None, True)
-    detail: dict[str, str] = {}
-    for item in detail_text.split(","):
-        key, sep, value = item.partition("=")
-        if sep:
-            detail[key] = value
-    partition = _uint(detail.get("partition"))
-    worker = _uint(detail.get("worker"))
-    # A monolithic job's events carry no partition index (§4.3); a complete detail without one
-    # says so. A cut-off detail ("partit") carries no key at all and stays undecided.
-    monolithic = partition is None and "partition" not in detail and bool(detail)
-    return TimelineEvent(offset, event, job_id, detail, partition, worker, monolithic)
+        return TimelineEvent(int(offset_text), event, job_id, {}, None, None, True)
+    return TimelineEvent(int(offset_text), event, job_id, *_timeline_detail(detail_text))
 
 
 # --------------------------------------------------------------------------------------------

@@ -364,6 +364,10 @@ class LogFollower:
             if isinstance(raw, ev.DetailLines):  # unstamped: placed where the line before it was
                 yield self._key, raw
                 continue
+            if raw.startswith(b"TIMELINE,") and b"\x1b" not in raw:
+                # The bulk of the events: never inert, no colour to strip, no timestamp of its own.
+                yield self._key, parse_line(raw.decode("utf-8", "replace"), Stream.UNKNOWN)
+                continue
             text = raw.decode("utf-8", "replace").rstrip("\r")
             if skip:
                 # Colour stripped once here, not in both is_inert and parse_line (half a coloured log).
