@@ -7,12 +7,15 @@ job's human lines carry ANSI colour (the daemon's default).
 
     .venv/bin/python benchmarks/ingest.py [--jobs N] [--repeat R]
 
-Prints lines/s of each loop and its cost relative to the bare loop measured in the same run.
+Prints lines/s of each loop and its cost relative to the bare loop measured in the same run, then the
+bulk reader's (session.load_session: event lines found at C speed, the model built as they are read) with
+the details parsed as read, kept as log offsets (lazy: replay, export), and left out (report).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import tempfile
 import time
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import Final
 
 from cuzktui.logparse import parse_line
+from cuzktui.session import load_session
 from cuzktui.timeline import Timeline
 
 _FIELD = re.compile(r" ([a-z_]+)=")
@@ -188,6 +192,12 @@ def _rate(path: Path, body: Callable[[str], object], repeat: int) -> tuple[int, 
     return lines, best
 
 
+def _cpu(body: Callable[[], object]) -> float:
+    started = time.process_time()
+    body()
+    return time.process_time() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--jobs", type=int, default=600)
@@ -210,6 +220,15 @@ def main() -> None:
         for _ in range(args.repeat):
             timelines.append(Timeline())
             best_feed = max(best_feed, _rate(path, feed, 1)[1])
+        repeats = range(args.repeat)
+        bulk = {
+            name: max(lines / _cpu(functools.partial(load_session, path, cache=False, **options)) for _ in repeats)
+            for name, options in (
+                ("details parsed", {"lazy": False}),
+                ("details lazy", {}),
+                ("no details", {"details": False}),
+            )
+        }
         by_kind: dict[str, list[str]] = {}
         with path.open(encoding="utf-8") as f:
             for line in f:
@@ -221,6 +240,8 @@ def main() -> None:
     print(f"parse_line                {parse:>12,.0f} lines/s  ({bare / parse:.1f}x the bare loop's cost)")
     print(f"parse_line + Timeline     {best_feed:>12,.0f} lines/s  ({bare / best_feed:.1f}x the bare loop's cost)")
     print(f"timeline: {timelines[-1].completed} proofs completed")
+    for name, rate in bulk.items():
+        print(f"load_session, {name:15} {rate:>9,.0f} lines/s  ({bare / rate:.1f}x the bare loop's cost)")
     print("parse_line per line, by event:")
     for name, group in sorted(by_kind.items()):
         started = time.perf_counter()

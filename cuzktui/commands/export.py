@@ -22,7 +22,8 @@ def _fail(message: str) -> int:
 def run_export(args: argparse.Namespace) -> int:
     source, output = Path(args.source), Path(args.output)
     try:
-        recorded, model = load_session(source, cache=not args.no_cache)
+        # Every partition's details go into the trace: parsed as read (lazily, each would be read twice).
+        recorded, model = load_session(source, cache=not args.no_cache, lazy=False)
     except SourceError as exc:
         return _fail(str(exc))
     except OSError as exc:
