@@ -171,7 +171,13 @@ def measure_idle(seconds: float) -> list[Row]:
 
 def measure_waterfall(jobs: int, repeat: int) -> list[Row]:
     full, empty = waterfall_frame.measure(jobs, repeat)
-    names = {"frame": "first frame", "poll": "a poll's frame", "zoom": "zoom in", "pan": "pan left"}
+    names = {
+        "frame": "first frame",
+        "poll": "a poll's frame",
+        "zoom": "zoom in",
+        "pan": "pan left",
+        "lanes": "l into lanes",
+    }
     return [
         Row(
             f"waterfall {jobs} jobs x 10, {names[name]} (CPU)",

@@ -1,10 +1,12 @@
 """What one waterfall frame costs at scale: ``--jobs`` 10-partition PoRep jobs (ingest.synthetic_log),
 drawn at 120x40 in a headless app, beside the same frame of an empty waterfall.
 
-A frame is what a poll or a key costs the widget: ``show_model`` (rows rebuilt when the timeline
+A frame is what a poll or a key costs the widget: ``show_model`` (the rows recounted when the timeline
 moved) and every visible line rendered (the strip cache invalidated by the new view). Measured for
-the first frame of the model (nothing cached), a poll's frame (the timeline moved), a zoom in (``+``)
-and a pan left (``←``); the best of ``--repeat``, in CPU time.
+the first frame of the model (nothing cached), a poll's frame (the timeline moved: its version is
+bumped, so every visible row is drawn again), a zoom in (``+``), a pan left (``←``) and ``l`` into the
+lanes view after the timeline moved (every worker's holds read again); the best of ``--repeat``, in
+CPU time.
 
     .venv/bin/python benchmarks/waterfall_frame.py [--jobs 1000] [--repeat 5]
 """
@@ -57,16 +59,19 @@ async def _frames(model: SessionModel, repeat: int) -> dict[str, float]:
         view = app.query_one(WaterfallView)
 
         def paint() -> None:
-            for y in range(view.size.height):
-                view.render_line(y)
+            # As the compositor asks for a frame: the lines a refresh marked dirty are drawn again.
+            view.render_lines(view.size.region)
 
         def first() -> None:
-            view._rows_key, view._job_rows = None, {}  # a model never shown: every row is built
+            # A model never shown: no rows, lines, bars or holds cached.
+            view._rows_key, view._strips_key, view._holds = None, None, None
+            view._strips.clear()
+            view._bars.clear()
             view.show_model(model)
             paint()
 
         def poll() -> None:
-            view._rows_key = None  # the timeline moved: the rows are rebuilt (from the jobs' cached rows)
+            model.timeline.version += 1  # the timeline moved: rows recounted, every line drawn again
             view.show_model(model)
             paint()
 
@@ -79,16 +84,27 @@ async def _frames(model: SessionModel, repeat: int) -> dict[str, float]:
             view.action_pan(-1)
             paint()
 
+        def lanes() -> None:
+            view.action_toggle_lanes()
+            paint()
+
+        def moved_then_lanes() -> float:
+            if view.lanes:
+                view.action_toggle_lanes()
+            model.timeline.version += 1
+            return _ms(lanes, 1)
+
         return {
             "frame": _ms(first, repeat),
             "poll": _ms(poll, repeat),
             "zoom": _ms(zoom, repeat),
             "pan": _ms(pan, repeat),
+            "lanes": min(moved_then_lanes() for _ in range(repeat)),
         }
 
 
 def measure(jobs: int, repeat: int) -> tuple[dict[str, float], dict[str, float]]:
-    """(frame, zoom, pan) in ms for ``jobs`` jobs, and the same for an empty waterfall."""
+    """(frame, poll, zoom, pan, lanes) in ms for ``jobs`` jobs, and the same for an empty waterfall."""
     empty = asyncio.run(_frames(SessionModel(), repeat))
     full = asyncio.run(_frames(model_of_jobs(jobs), repeat))
     return full, empty

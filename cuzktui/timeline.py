@@ -944,6 +944,10 @@ class Timeline:
         """
         return self._worker_gpu.get(worker)
 
+    def workers(self) -> list[int]:
+        """The ids of the workers that have a lane (the keys of :meth:`lanes`), without walking the lanes."""
+        return sorted(self._lanes)
+
     def lanes(self, start: float | None = None, end: float | None = None) -> dict[int, list[LaneEntry]]:
         """Per worker id, the lane entries overlapping [start, end], ordered by start."""
         result: dict[int, list[LaneEntry]] = {}

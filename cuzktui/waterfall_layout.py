@@ -8,6 +8,11 @@ row shows, and what each daemon-run separator says.
   wait is a fraction of a cell and would vanish, so a proof would look as if it never waited.
 * :func:`run_boundary` says why a daemon run began (how the one before it ended), from the exits and
   the benchmark and config events the model keeps; only a failure is drawn as one.
+* :class:`WaterfallRows` counts the rows (a separator per daemon run after the first, per job a row and
+  one per partition, or one per GPU worker) without building them: a long session has 11,000 rows of
+  which a frame shows ~40, so a :class:`Row` is built only when the view asks for its index.
+* :class:`LaneHolds` resolves every worker's holds once per timeline change, so the lanes view's rows,
+  a zoom or a pan read them instead of walking the timeline again.
 
 The UI (cuzktui/ui/widgets/waterfall.py) draws what these return and decides nothing of it.
 """
@@ -16,12 +21,16 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
+from typing import Literal, overload
 
+from .figures import timeline_now
 from .model import SessionModel
+from .timeline import Job, LaneEntry, Partition, Segment, Timeline, run_number
 
-Span = tuple[float, float, str]
+Span = tuple[float, float, object]  # (start, end, what it is: the layout never reads the last)
 
 
 def clamp_window(start: float, end: float, origin: float, latest: float) -> tuple[float, float]:
@@ -41,12 +50,15 @@ def dominants(spans: Sequence[Span], start: float, step: float, columns: int) ->
 
     One sweep over the spans sorted by start, keeping only those that can still touch a column: a
     worker's lane holds thousands of partitions, and testing each against every column made a line
-    cost columns x holds."""
-    order = sorted(range(len(spans)), key=lambda i: spans[i][0])
+    cost columns x holds. Columns before the next span starts are skipped: a partition's phases fill a
+    few columns of a row."""
+    starts = [span[0] for span in spans]
+    order = sorted(range(len(spans)), key=starts.__getitem__)
     hits: list[int | None] = []
     active: list[int] = []
     taken = 0
-    for column in range(columns):
+    column = 0
+    while column < columns:
         a = start + column * step
         b = start + (column + 1) * step
         while taken < len(order) and spans[order[taken]][0] < b:
@@ -54,6 +66,14 @@ def dominants(spans: Sequence[Span], start: float, step: float, columns: int) ->
             taken += 1
         # Gone for good: a span ended by a (a only grows), an instant before a.
         active = [i for i in active if spans[i][1] > a or spans[i][0] == spans[i][1] >= a]
+        if not active and step > 0:
+            # Empty up to the column before the one the next span starts in (a column short of it, so
+            # that rounding cannot skip where it begins).
+            following = spans[order[taken]][0] if taken < len(order) else start + columns * step
+            resume = min(columns, max(column + 1, int((following - start) / step) - 1))
+            hits += [None] * (resume - column)
+            column = resume
+            continue
         best, best_overlap, instant = None, 0.0, None
         for i in sorted(active):
             s, e, _ = spans[i]
@@ -63,6 +83,7 @@ def dominants(spans: Sequence[Span], start: float, step: float, columns: int) ->
             elif instant is None and s == e and a <= s:
                 instant = i
         hits.append(best if best is not None else instant)
+        column += 1
     return hits
 
 
@@ -83,31 +104,51 @@ def column_owners(
     if not keep_every or columns == 0:
         return owners
     counts = Counter(o for o in owners if o is not None)
-    neighbours = _Neighbours(owners)
+    neighbours: _Neighbours | None = None  # built when a span that won no column looks for one
     # No empty column and no span with a cell to spare: a span that won none stays hidden (every
     # hold of a dense lane fitted to the width), no need to look for one.
     stuck = None not in owners and all(n <= 1 for n in counts.values())
-    for i, (s, e, _) in enumerate(spans):
-        if stuck or counts[i] or e <= s or e <= start or s >= end:
+    i = 0
+    while i < len(spans) and not stuck:
+        s, e, _ = spans[i]
+        if counts[i] or e <= s or e <= start or s >= end:
+            i += 1
             continue
         middle = min(columns - 1, max(0, int(((s + e) / 2 - start) / step)))
         # The last cell of the spans before this one, the first cell of the spans after it.
+        neighbours = neighbours or _Neighbours(owners)
         left, right = neighbours.around(i)
-        free = [c for c in range(left + 1, right) if owners[c] is None]
-        candidates = sorted(free, key=lambda c: abs(c - middle))
-        if not candidates:
+        column = _nearest_free(owners, left, right, middle)
+        if column is None:  # else a neighbour's edge cell it can spare, the nearer (the first on a tie)
             shared = [c for c in (left, right) if 0 <= c < columns and counts[owners[c] or 0] > 1]
-            candidates = sorted(shared, key=lambda c: abs(c - middle))
-        if candidates:
-            column = candidates[0]
+            column = min(shared, key=lambda c: abs(c - middle)) if shared else None
+        if column is not None:
             taken = owners[column]
             if taken is not None:
                 counts[taken] -= 1
             owners[column] = i
             counts[i] = 1
-            neighbours = _Neighbours(owners)
+            neighbours = None
             stuck = None not in owners and all(n <= 1 for n in counts.values())
+        elif neighbours.ordered:
+            # Every span up to the next owner has these same two neighbours, so no more room: a fitted
+            # lane has ~50 holds a column, and looking for room for each of them cost a frame.
+            following = owners[right] if right < columns else None
+            i = following if following is not None else len(spans)
+            continue
+        i += 1
     return owners
+
+
+def _nearest_free(owners: list[int | None], left: int, right: int, middle: int) -> int | None:
+    """The empty column strictly between ``left`` and ``right`` nearest ``middle``, the first on a tie:
+    looked for outwards from ``middle``, as a fitted row is mostly empty and the nearest is close."""
+    centre = min(max(middle, left + 1), right - 1)
+    for distance in range(right - left):
+        for column in (centre - distance, centre + distance):
+            if left < column < right and owners[column] is None:
+                return column
+    return None
 
 
 class _Neighbours:
@@ -122,13 +163,13 @@ class _Neighbours:
         self._owners = owners
         self._owned = [(c, o) for c, o in enumerate(owners) if o is not None]
         self._keys = [o for _, o in self._owned]
-        self._ordered = all(a <= b for a, b in zip(self._keys, self._keys[1:], strict=False))
+        self.ordered = all(a <= b for a, b in zip(self._keys, self._keys[1:], strict=False))
 
     def around(self, i: int) -> tuple[int, int]:
         """(the last column owned by a span before ``i`` or -1, the first owned by one after it or
         the column count)."""
         owned, columns = self._owned, len(self._owners)
-        if self._ordered:
+        if self.ordered:
             before, after = bisect_left(self._keys, i), bisect_right(self._keys, i)
             return (owned[before - 1][0] if before else -1), (owned[after][0] if after < len(owned) else columns)
         left = max((c for c, o in owned if o < i), default=-1)
@@ -171,3 +212,182 @@ def run_boundary(model: SessionModel, segment: int) -> RunBoundary:
     if any(ended.t < c.t <= following and c.changes for c in model.configs):
         return RunBoundary("restart: knobs applied", False)
     return RunBoundary("restart", False)
+
+
+RowKind = Literal["segment", "job", "partition", "lane"]
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One row of the waterfall below its time axis."""
+
+    kind: RowKind
+    label: str
+    segment: Segment | None = None
+    job: Job | None = None
+    partition: Partition | None = None
+    worker: int | None = None
+    failure: bool = False  # a separator after a run that failed (an OOM kill, a crash)
+
+
+def lane_order(timeline: Timeline) -> list[int]:
+    """The workers with lanes, grouped by the GPU they prove on (by ordinal), those of no known GPU last."""
+    gpus = {w: timeline.worker_gpu(w) for w in timeline.workers()}
+    return sorted(gpus, key=lambda w: (gpus[w] is None, gpus[w] or 0, w))
+
+
+def lane_label(timeline: Timeline, worker: int) -> str:
+    gpu = timeline.worker_gpu(worker)
+    return f"worker {worker}" if gpu is None else f"GPU{gpu} worker {worker}"
+
+
+# A block of consecutive rows: a daemon run's separator (1 row), a job (its row, then one per
+# partition) or a GPU worker's lane (1 row).
+_Block = Segment | Job | int
+
+
+class WaterfallRows(Sequence[Row]):
+    """The rows of the partitions view (``lanes`` False) or of the lanes view of ``model``, in order.
+
+    Partitions: per daemon run, a separator before every run but the first (saying why it began:
+    :func:`run_boundary`), then its jobs in the timeline's order, each a row followed by one per
+    partition in index order. Lanes: one row per GPU worker (:func:`lane_order`).
+
+    Only the size of each block of rows is taken at construction, with their prefix sums; the row at
+    an index is found by bisection and built when first asked for, so a frame costs the rows it
+    shows, not the session's. A timeline that moved needs a new instance."""
+
+    def __init__(self, model: SessionModel, *, lanes: bool, ascii_only: bool) -> None:
+        self._model = model
+        self._ascii_only = ascii_only
+        timeline = model.timeline
+        blocks: list[_Block] = []
+        starts = [0]
+        if lanes:
+            blocks += lane_order(timeline)
+            starts += range(1, len(blocks) + 1)
+        else:
+            by_segment: dict[int, list[Job]] = {}
+            for job in timeline.jobs():
+                by_segment.setdefault(job.segment, []).append(job)
+            for segment in timeline.segments:
+                if segment.index > 0:
+                    blocks.append(segment)
+                    starts.append(starts[-1] + 1)
+                for job in by_segment.get(segment.index, ()):
+                    blocks.append(job)
+                    starts.append(starts[-1] + 1 + len(job.partitions))
+        self._blocks = blocks
+        self._starts = starts  # the index of each block's first row, then the row count
+        self._built: dict[int, Row] = {}
+
+    def __len__(self) -> int:
+        return self._starts[-1]
+
+    @overload
+    def __getitem__(self, index: int) -> Row: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Row]: ...
+
+    def __getitem__(self, index: int | slice) -> Row | list[Row]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        row = self._built.get(index)
+        if row is None:
+            block = bisect_right(self._starts, index) - 1
+            row = self._build(self._blocks[block], index - self._starts[block])
+            self._built[index] = row
+        return row
+
+    def __iter__(self) -> Iterator[Row]:
+        for i in range(len(self)):
+            yield self[i]
+
+    def _build(self, block: _Block, offset: int) -> Row:
+        timeline = self._model.timeline
+        if isinstance(block, int):
+            return Row("lane", lane_label(timeline, block), worker=block)
+        if isinstance(block, Segment):
+            boundary = run_boundary(self._model, block.index)
+            dot = "-" if self._ascii_only else "·"
+            label = f"daemon run {run_number(block.index)} {dot} {boundary.label}"
+            return Row("segment", label, segment=block, failure=boundary.failure)
+        segment = timeline.segments[block.segment]
+        if offset == 0:
+            return Row("job", block.job_id, segment=segment, job=block)
+        p = block.partitions[sorted(block.partitions)[offset - 1]]
+        worker = f" w{p.worker}" if p.worker is not None else ""
+        return Row("partition", f"  p{p.index}{worker}", segment=segment, job=block, partition=p)
+
+    def _selectable(self, block: int) -> range:
+        """The rows of a block that can be selected: a job's partitions, a lane; not a separator."""
+        first, stop = self._starts[block], self._starts[block + 1]
+        kind = self._blocks[block]
+        if isinstance(kind, Segment):
+            return range(first, first)
+        return range(first + 1, stop) if isinstance(kind, Job) else range(first, stop)
+
+    def step(self, selected: int | None, step: int) -> int | None:
+        """The selectable row after ``selected`` (``step`` > 0) or before it; from no selection the
+        first or the last; ``selected`` itself when there is none further; None when none at all."""
+        if step > 0:
+            block = 0 if selected is None else max(0, bisect_right(self._starts, selected) - 1)
+            for b in range(block, len(self._blocks)):
+                rows = self._selectable(b)
+                after = rows[bisect_right(rows, selected) :] if selected is not None else rows
+                if after:
+                    return after[0]
+        else:
+            last = len(self._blocks) - 1
+            block = last if selected is None else min(last, bisect_right(self._starts, selected) - 1)
+            for b in range(block, -1, -1):
+                rows = self._selectable(b)
+                before = rows[: bisect_left(rows, selected)] if selected is not None else rows
+                if before:
+                    return before[-1]
+        return selected if any(self._selectable(b) for b in range(len(self._blocks))) else None
+
+
+class LaneHolds:
+    """Every worker's holds of partitions as (start, stop, entry), an open hold stopping where its job,
+    its daemon run or now stops it (Timeline.open_end).
+
+    Read from the timeline once per change (``key``): drawing a worker's lane in a window then costs
+    the holds in that window, and the other lanes, a zoom or a pan do not walk the timeline again."""
+
+    def __init__(self, model: SessionModel) -> None:
+        timeline = model.timeline
+        now = timeline_now(model)
+        self.key = self.key_of(model)
+        self._holds: dict[int, list[tuple[float, float, LaneEntry]]] = {}
+        self._starts: dict[int, list[float]] = {}
+        # Holds are in start order; the latest stop so far says which ones can reach into a window.
+        self._reach: dict[int, list[float]] = {}
+
+        def stop(entry: LaneEntry) -> float:
+            job = timeline.job(entry.segment, entry.job_id)
+            return timeline.open_end(job, now) if job is not None else entry.start
+
+        for worker, entries in timeline.lanes().items():
+            holds = [(e.start, e.end if e.end is not None else stop(e), e) for e in entries]
+            self._holds[worker] = holds
+            self._starts[worker] = [e.start for e in entries]
+            self._reach[worker] = list(accumulate((h[1] for h in holds), max))
+
+    @staticmethod
+    def key_of(model: SessionModel) -> tuple[int, int, float | None]:
+        """What the holds depend on: the model, the timeline's version and now (an open hold's stop)."""
+        return (id(model), model.timeline.version, timeline_now(model))
+
+    def holds(self, worker: int, start: float, end: float) -> list[tuple[float, float, LaneEntry]]:
+        """The worker's holds that start by ``end`` from the first that reaches ``start``, in start order
+        (one that ends before ``start`` after a longer one that does not is kept: it draws nothing)."""
+        if worker not in self._holds:
+            return []
+        first = bisect_left(self._reach[worker], start)
+        return self._holds[worker][first : bisect_right(self._starts[worker], end)]

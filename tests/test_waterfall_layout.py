@@ -1,11 +1,23 @@
 """The waterfall's arithmetic without a terminal: the window clamped to the session, a cell for every
-phase however short, and separators that say why each daemon run began."""
+phase however short, separators that say why each daemon run began, the rows counted whole but built
+a window at a time, and the lanes' holds read once and cut to a window."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from cuzktui import events as ev
+from cuzktui.figures import timeline_now
+from cuzktui.logparse import parse_line
 from cuzktui.model import SessionModel
-from cuzktui.waterfall_layout import RunBoundary, clamp_window, column_owners, run_boundary
+from cuzktui.waterfall_layout import (
+    LaneHolds,
+    RunBoundary,
+    WaterfallRows,
+    clamp_window,
+    column_owners,
+    run_boundary,
+)
 
 T0 = 1_700_000_000.0
 
@@ -96,3 +108,105 @@ def test_a_bare_logs_restart_says_the_log_does_not_tell_why() -> None:
         model.apply(ev.DaemonStarting(t))
         model.apply(ev.EngineStarted(t + 1, True))
     assert run_boundary(model, 1) == RunBoundary("restart (the log does not say why)", False)
+
+
+def _two_runs() -> SessionModel:
+    """A bare log of two daemon runs: jobs 1-3 (2, 1 and 3 partitions) in the first, 4-5 (2 each) in
+    the second; partition p is picked up by worker p % 2, and job 5's last partition is still proving."""
+    model = SessionModel(log_source="daemon.log")
+    runs = (
+        (T0, (("porep-1000-1", 2), ("porep-1000-2", 1), ("porep-1000-3", 3))),
+        (T0 + 600, (("porep-1000-4", 2), ("porep-1000-5", 2))),
+    )
+    for t, jobs in runs:
+        model.apply(ev.DaemonStarting(t))
+        model.apply(ev.EngineStarted(t + 1, True))
+        for j, (job, partitions) in enumerate(jobs):
+            for p in range(partitions):
+                ms = 10_000 * j + 1_000 * p
+                model.apply(parse_line(f"TIMELINE,{ms},SYNTH_START,{job},partition={p}"))
+                model.apply(parse_line(f"TIMELINE,{ms + 4000},SYNTH_END,{job},partition={p},synth_ms=4000"))
+                model.apply(parse_line(f"TIMELINE,{ms + 4000},GPU_QUEUE,{job},partition={p}"))
+                model.apply(parse_line(f"TIMELINE,{ms + 4100},GPU_PICKUP,{job},worker={p % 2},partition={p}"))
+                model.apply(parse_line(f"TIMELINE,{ms + 4100},GPU_START,{job},worker={p % 2},partition={p}"))
+                if (job, p) != ("porep-1000-5", 1):
+                    end = f"TIMELINE,{ms + 6100},GPU_END,{job},worker={p % 2},partition={p},gpu_ms=2000"
+                    model.apply(parse_line(end))
+    return model
+
+
+def test_the_rows_are_counted_whole_and_any_window_of_them_is_that_slice_of_the_whole() -> None:
+    model = _two_runs()
+    rows = WaterfallRows(model, lanes=False, ascii_only=False)
+    whole = list(rows)
+    assert [(row.kind, row.label) for row in whole] == [
+        ("job", "porep-1000-1"),
+        ("partition", "  p0 w0"),
+        ("partition", "  p1 w1"),
+        ("job", "porep-1000-2"),
+        ("partition", "  p0 w0"),
+        ("job", "porep-1000-3"),
+        ("partition", "  p0 w0"),
+        ("partition", "  p1 w1"),
+        ("partition", "  p2 w0"),
+        ("segment", "daemon run 2 · restart (the log does not say why)"),
+        ("job", "porep-1000-4"),
+        ("partition", "  p0 w0"),
+        ("partition", "  p1 w1"),
+        ("job", "porep-1000-5"),
+        ("partition", "  p0 w0"),
+        ("partition", "  p1 w1"),
+    ]
+    partition = whole[8].partition
+    assert partition is not None and partition.job.job_id == "porep-1000-3" and partition.index == 2
+    assert whole[9].segment is model.timeline.segments[1] and whole[10].segment is model.timeline.segments[1]
+    for first in range(len(whole) + 1):
+        for stop in range(first, len(whole) + 2):
+            # A fresh count each time: a window's rows are built from the blocks, not found among built ones.
+            assert WaterfallRows(model, lanes=False, ascii_only=False)[first:stop] == whole[first:stop]
+    assert WaterfallRows(model, lanes=False, ascii_only=False)[-1] == whole[-1]
+    lanes = WaterfallRows(model, lanes=True, ascii_only=False)
+    assert [(row.kind, row.label, row.worker) for row in lanes] == [("lane", "worker 0", 0), ("lane", "worker 1", 1)]
+
+
+def test_selection_steps_over_partitions_and_lanes_and_stops_at_either_end() -> None:
+    model = _two_runs()
+    for lanes in (False, True):
+        rows = WaterfallRows(model, lanes=lanes, ascii_only=True)
+        selectable = [i for i, row in enumerate(rows) if row.kind in ("partition", "lane")]
+        assert rows.step(None, 1) == selectable[0] and rows.step(None, -1) == selectable[-1]
+        for here, following in pairwise(selectable):
+            assert rows.step(here, 1) == following and rows.step(following, -1) == here
+        assert rows.step(selectable[-1], 1) == selectable[-1] and rows.step(selectable[0], -1) == selectable[0]
+    # From a row that cannot be selected (a job's, a separator's: the rows moved under the selection).
+    rows = WaterfallRows(model, lanes=False, ascii_only=False)
+    assert rows.step(9, 1) == 11 and rows.step(9, -1) == 8 and rows.step(10, -1) == 8
+    assert WaterfallRows(SessionModel(), lanes=False, ascii_only=False).step(None, 1) is None
+
+
+def test_a_lanes_holds_in_a_window_are_every_hold_that_reaches_into_it_in_start_order() -> None:
+    model = _two_runs()
+    holds = LaneHolds(model)
+    span = model.timeline.time_span()
+    assert span is not None
+    every = holds.holds(0, *span)
+    assert [(e.job_id, e.partition) for _, _, e in every] == [
+        ("porep-1000-1", 0),
+        ("porep-1000-2", 0),
+        ("porep-1000-3", 0),
+        ("porep-1000-3", 2),
+        ("porep-1000-4", 0),
+        ("porep-1000-5", 0),
+    ]
+    assert all(stop > start for start, stop, _ in every)
+    still_open = holds.holds(1, *span)[-1]
+    assert still_open[2].end is None and still_open[1] == timeline_now(model)  # an open hold runs to now
+    for a in range(int(span[0]), int(span[1]) + 2, 3):
+        for b in range(a, int(span[1]) + 2, 7):
+            shown = holds.holds(0, a, b)
+            assert [h for h in every if h[0] <= b and h[1] >= a] == [h for h in shown if h[1] >= a]
+            assert all(h[0] <= b for h in shown)
+    assert holds.holds(7, *span) == []
+    assert holds.key == LaneHolds.key_of(model)
+    model.apply(parse_line("TIMELINE,30000,GPU_END,porep-1000-5,worker=1,partition=1,gpu_ms=2000"))
+    assert holds.key != LaneHolds.key_of(model)

@@ -35,7 +35,8 @@ from cuzktui.ui.screens.memcheck import MemcheckScreen
 from cuzktui.ui.screens.waterfall import WaterfallScreen
 from cuzktui.ui.widgets.charts import Chart
 from cuzktui.ui.widgets.panels import Panel
-from cuzktui.ui.widgets.waterfall import WaterfallView, lane_label, lane_order
+from cuzktui.ui.widgets.waterfall import WaterfallView
+from cuzktui.waterfall_layout import lane_label, lane_order
 from tests.conftest import fast_engine_config, small_c1
 from tests.status_bodies import partition, pipeline, status_body
 from tests.ui.fakes import FakeController, Timed, build_model

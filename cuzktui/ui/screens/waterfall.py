@@ -18,10 +18,11 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from ...controller import Controller
+from ...waterfall_layout import Row
 from ..theme import Palette
 from ..widgets.header import screen_header
 from ..widgets.panels import Panel
-from ..widgets.waterfall import PHASES, Phase, Row, WaterfallView, lane_detail, partition_detail
+from ..widgets.waterfall import PHASES, Phase, WaterfallView, lane_detail, partition_detail
 
 
 def legend(palette: Palette, plain: bool) -> Text:

@@ -3,6 +3,8 @@
 A line-API :class:`~textual.scroll_view.ScrollView` (Toolong's pattern): ``render_line(y)``
 draws only the visible rows, and each row's :class:`Strip` is cached until the timeline, the
 view (zoom, pan, width, theme, mode) or the selection changes. Line 0 is a sticky time axis.
+The rows themselves are counted, not built, when the timeline moves
+(:class:`~cuzktui.waterfall_layout.WaterfallRows`): a :class:`Row` exists only once a line shows it.
 
 Two views of the same :class:`~cuzktui.timeline.Timeline`:
 
@@ -20,8 +22,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import ClassVar, Literal
+from itertools import groupby
+from typing import ClassVar, Literal, NamedTuple
 
 from rich.segment import Segment as RichSegment
 from rich.style import Style
@@ -34,9 +36,9 @@ from textual.strip import Strip
 
 from ...figures import session_origin, timeline_now
 from ...model import SessionModel
-from ...timeline import Job, Partition, Segment, Timeline, run_number
+from ...timeline import LaneEntry, Partition
 from ...units import format_duration
-from ...waterfall_layout import clamp_window, column_owners, run_boundary
+from ...waterfall_layout import LaneHolds, Row, WaterfallRows, clamp_window, column_owners
 from ..theme import Palette
 from .charts import changed_span, stepped_length
 
@@ -52,20 +54,56 @@ PHASES: dict[Phase, tuple[str, str]] = {
     "busy": ("phase-gpu", "#"),
 }
 ZOOM_STEP = 1.5
+STRIPS_KEPT = 4  # screens of rendered lines kept while the view does not change
 AXIS_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 43200, 86400)
 
 
-# Not frozen: a frozen dataclass's __init__ sets each field through object.__setattr__, and the first
-# frame of a long session builds a row per partition (11,000 for 1,000 PoRep jobs); no one mutates one.
-@dataclass(slots=True)
-class Row:
-    kind: Literal["segment", "job", "partition", "lane"]
-    label: str
-    segment: Segment | None = None
-    job: Job | None = None
-    partition: Partition | None = None
-    worker: int | None = None
-    failure: bool = False  # a separator after a run that failed (an OOM kill, a crash)
+class _View(NamedTuple):
+    """What every line of a frame is drawn from; ``key`` says when the cached lines are stale."""
+
+    key: tuple[object, ...]
+    window: tuple[float, float] | None
+    palette: Palette
+    style: Style
+
+
+class _Looks(dict[tuple[str, bool], Style]):
+    """A bar cell's style by (variable, dark), each made once for a row: a job row's wait or run, else
+    a phase's colour with dark text on it (plain: bold)."""
+
+    def __init__(self, palette: Palette, plain: bool) -> None:
+        super().__init__()
+        self.palette, self.plain = palette, plain
+
+    def __missing__(self, key: tuple[str, bool]) -> Style:
+        variable, dark = key
+        if variable == "wait":
+            style = self.palette.fg("phase-queue")
+        elif variable == "job":
+            style = Style(dim=True)
+        elif self.plain:
+            style = Style(bold=dark)
+        else:
+            style = self.palette.bg(variable) + Style(color="black" if dark else None)
+        self[key] = style
+        return style
+
+
+def _joined(pieces: Sequence[tuple[str, Style]]) -> list[RichSegment]:
+    """The pieces as segments, neighbours of equal style joined (one Style object per look: the
+    identity test spares most comparisons by value)."""
+    segments: list[RichSegment] = []
+    text, style = "", None
+    for piece, piece_style in pieces:
+        if style is not None and (piece_style is style or piece_style == style):
+            text += piece
+            continue
+        if style is not None:
+            segments.append(RichSegment(text, style))
+        text, style = piece, piece_style
+    if style is not None:
+        segments.append(RichSegment(text, style))
+    return segments
 
 
 def phase_intervals(p: Partition, stop: float | None) -> list[Interval]:
@@ -90,34 +128,14 @@ def phase_intervals(p: Partition, stop: float | None) -> list[Interval]:
     return intervals
 
 
-def lane_intervals(model: SessionModel, worker: int, start: float, end: float) -> list[tuple[float, float, str]]:
-    """One worker's holds of partitions within [start, end] as (start, end, short label)."""
-    timeline = model.timeline
-    now = timeline_now(model)
-    result = []
-    for entry in timeline.lanes(start, end).get(worker, []):
-        stop = entry.end
-        if stop is None:
-            job = timeline.job(entry.segment, entry.job_id)
-            stop = timeline.open_end(job, now) if job is not None else entry.start
-        result.append((entry.start, stop, f"{short_job(entry.job_id)}/p{entry.partition}"))
-    return result
-
-
-def lane_order(timeline: Timeline) -> list[int]:
-    """The workers with lanes, grouped by the GPU they prove on (by ordinal), those of no known GPU last."""
-    gpus = {w: timeline.worker_gpu(w) for w in timeline.lanes()}
-    return sorted(gpus, key=lambda w: (gpus[w] is None, gpus[w] or 0, w))
-
-
-def lane_label(timeline: Timeline, worker: int) -> str:
-    gpu = timeline.worker_gpu(worker)
-    return f"worker {worker}" if gpu is None else f"GPU{gpu} worker {worker}"
-
-
 def short_job(job_id: str) -> str:
     """The distinguishing tail of a job id (``porep-1000-17`` → ``17``), to fit inside a bar."""
     return job_id.rsplit("-", 1)[-1]
+
+
+def hold_label(entry: LaneEntry) -> str:
+    """What a worker's hold says inside its bar when it fits: job/partition."""
+    return f"{short_job(entry.job_id)}/p{entry.partition}"
 
 
 class WaterfallView(ScrollView, can_focus=True):
@@ -162,11 +180,14 @@ class WaterfallView(ScrollView, can_focus=True):
         self.view_end: float | None = None
         self.selected: int | None = None
         self._model: SessionModel | None = None
-        self._rows: list[Row] = []
+        self._rows: WaterfallRows | None = None  # until a model is shown
         self._rows_key: tuple[int, int, bool] | None = None
         self._strips: dict[tuple[int, bool], Strip] = {}  # by (row, selected); row -1 is the axis
         self._strips_key: object = None
-        self._job_rows: dict[int, tuple[Job, tuple[tuple[int, int | None], ...], list[Row]]] = {}  # by id(job)
+        self._holds: LaneHolds | None = None  # the lanes view's, for the timeline it was read from
+        self._frame: _View | None = None  # while a frame is drawn
+        self._bars: dict[tuple[object, ...], list[RichSegment]] = {}  # a row's bar by its intervals
+        self._bars_view: object = None  # the view they were drawn in
 
     # -- data ----------------------------------------------------------------------------------
 
@@ -177,7 +198,7 @@ class WaterfallView(ScrollView, can_focus=True):
         key = (id(model), model.timeline.version, self.lanes)
         if key != self._rows_key:
             self._rows_key = key
-            self._rows = self._build_rows(model)
+            self._rows = WaterfallRows(model, lanes=self.lanes, ascii_only=self.ascii_only)
             if self.selected is not None and self.selected >= len(self._rows):
                 self.selected = None
             virtual = Size(self.size.width, len(self._rows) + 1)
@@ -197,49 +218,19 @@ class WaterfallView(ScrollView, can_focus=True):
         """Refresh only the visible lines, and within them the columns, that differ from the last paint."""
         height, width = self.size.height, self.size.width
         before = [self._strips.get(self._line_key(y)) for y in range(height)]
-        for y, old in enumerate(before):
-            new = self.render_line(y)
-            changed = (0, width) if old is None else changed_span(old, new)
-            if changed is not None:
-                self.refresh(Region(changed[0], y, changed[1] - changed[0], 1))
-
-    def _build_rows(self, model: SessionModel) -> list[Row]:
-        timeline = model.timeline
-        if self.lanes:
-            return [Row("lane", lane_label(timeline, w), worker=w) for w in lane_order(timeline)]
-        rows: list[Row] = []
-        by_segment: dict[int, list[Job]] = {}
-        for job in timeline.jobs():
-            by_segment.setdefault(job.segment, []).append(job)
-        cache: dict[int, tuple[Job, tuple[tuple[int, int | None], ...], list[Row]]] = {}
-        for segment in timeline.segments:
-            jobs = by_segment.get(segment.index, [])
-            if segment.index > 0:
-                boundary = run_boundary(model, segment.index)
-                dot = "-" if self.ascii_only else "·"
-                label = f"daemon run {run_number(segment.index)} {dot} {boundary.label}"
-                rows.append(Row("segment", label, segment=segment, failure=boundary.failure))
-            for job in jobs:
-                # A job's rows change only with its partitions and their workers: a poll that moved
-                # one job rebuilds that job's rows, not the thousands of others.
-                key = tuple((index, p.worker) for index, p in job.partitions.items())
-                cached = self._job_rows.get(id(job))
-                if cached is not None and cached[0] is job and cached[1] == key and cached[2][0].segment is segment:
-                    job_rows = cached[2]
-                else:
-                    job_rows = [Row("job", job.job_id, segment=segment, job=job)]
-                    for index in sorted(job.partitions):
-                        p = job.partitions[index]
-                        worker = f" w{p.worker}" if p.worker is not None else ""
-                        job_rows.append(Row("partition", f"  p{index}{worker}", segment=segment, job=job, partition=p))
-                cache[id(job)] = (job, key, job_rows)
-                rows += job_rows
-        self._job_rows = cache
-        return rows
+        self._frame = self._view()
+        try:
+            for y, old in enumerate(before):
+                new = self.render_line(y)
+                changed = (0, width) if old is None else changed_span(old, new)
+                if changed is not None:
+                    self.refresh(Region(changed[0], y, changed[1] - changed[0], 1))
+        finally:
+            self._frame = None
 
     @property
-    def rows(self) -> list[Row]:
-        return self._rows
+    def rows(self) -> Sequence[Row]:
+        return self._rows if self._rows is not None else ()
 
     # -- view geometry ---------------------------------------------------------------------------
 
@@ -279,14 +270,9 @@ class WaterfallView(ScrollView, can_focus=True):
     # -- actions ---------------------------------------------------------------------------------
 
     def action_select(self, step: int) -> None:
-        selectable = [i for i, row in enumerate(self._rows) if row.kind in ("partition", "lane")]
-        if not selectable:
+        target = self._rows.step(self.selected, step) if self._rows is not None else None
+        if target is None:
             return
-        if self.selected is None:
-            target = selectable[0] if step > 0 else selectable[-1]
-        else:
-            after = [i for i in selectable if (i > self.selected if step > 0 else i < self.selected)]
-            target = (after[0] if step > 0 else after[-1]) if after else self.selected
         self.selected = target
         visible = max(1, self.size.height - 1)
         if target < self.scroll_y:
@@ -296,8 +282,8 @@ class WaterfallView(ScrollView, can_focus=True):
         self.refresh()
 
     def action_open(self) -> None:
-        if self.selected is not None and self.selected < len(self._rows):
-            self.post_message(self.Opened(self._rows[self.selected]))
+        if self.selected is not None and self.selected < len(self.rows):
+            self.post_message(self.Opened(self.rows[self.selected]))
 
     def action_zoom(self, step: int) -> None:
         window = self.window()
@@ -364,34 +350,49 @@ class WaterfallView(ScrollView, can_focus=True):
         row = -1 if y == 0 else int(self.scroll_y) + y - 1
         return row, row == self.selected
 
-    def render_line(self, y: int) -> Strip:
+    def _view(self) -> _View:
         window = self.window()
         now = timeline_now(self._model) if self._model is not None else None
-        palette = self._palette()
-        key = (self._rows_key, window, now, self.size.width, palette, self.ascii_only, self.rich_style)
-        if key != self._strips_key:
-            self._strips_key = key
+        palette, style = self._palette(), self.rich_style
+        key = (self._rows_key, window, now, self.size.width, palette, self.ascii_only, style)
+        return _View(key, window, palette, style)
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # The view is the same for every line of a frame: taken once, not per line (the widget's
+        # style alone walks its ancestors' CSS).
+        self._frame = self._view()
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame = None
+
+    def render_line(self, y: int) -> Strip:
+        view = self._frame or self._view()
+        if view.key != self._strips_key:
+            self._strips_key = view.key
             self._strips.clear()
         line_key = self._line_key(y)
         strip = self._strips.get(line_key)
         if strip is None:
+            if len(self._strips) > STRIPS_KEPT * max(1, self.size.height):
+                self._strips.clear()  # scrolled through many rows: keep what is on screen, not all of them
             # Painted on the theme's background, not the terminal's: a light theme in a dark terminal.
-            strip = self._line(line_key[0], window, palette).extend_cell_length(self.size.width)
-            strip = strip.apply_style(self.rich_style)
+            strip = self._line(line_key[0], view).extend_cell_length(self.size.width)
+            strip = strip.apply_style(view.style)
             self._strips[line_key] = strip
         return strip
 
-    def _line(self, row: int, window: tuple[float, float] | None, palette: Palette) -> Strip:
-        width = self.size.width
+    def _line(self, row: int, view: _View) -> Strip:
+        width, window, palette = self.size.width, view.window, view.palette
         if window is None or self._model is None:
             if row < 0:
                 return Strip([RichSegment("no TIMELINE events yet", Style(dim=True))])
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, view.style)
         if row < 0:
             return self._axis(window, palette)
-        if row >= len(self._rows):
-            return Strip.blank(width, self.rich_style)
-        return self._row(self._rows[row], window, palette, row == self.selected)
+        if row >= len(self.rows):
+            return Strip.blank(width, view.style)
+        return self._row(self.rows[row], window, palette, row == self.selected)
 
     def _plain(self, palette: Palette) -> bool:
         return self.ascii_only or palette.no_color
@@ -452,17 +453,19 @@ class WaterfallView(ScrollView, can_focus=True):
             for a, b in ((job.enqueued_at, job.dequeued_at), (job.dispatched_at, job.first_start)):
                 if a is not None:
                     spans.insert(0, (a, b if b is not None else stop, "wait"))
-            bar = Strip(self._cells(spans, window, palette, job_row=True))
+            bar = Strip(self._bar(spans, window, palette, job_row=True))
             if ending is not None:
                 bar = self._after(bar, stop, window, ending, palette.fg("phase-failed") if killed else Style(dim=True))
             return Strip([*head, *bar], self.size.width)
         if row.kind == "partition":
             assert row.partition is not None and row.job is not None
             intervals = phase_intervals(row.partition, timeline.open_end(row.partition, timeline_now(self._model)))
-            return Strip(self._label(row.label, label_style) + self._cells(intervals, window, palette), self.size.width)
+            return Strip(self._label(row.label, label_style) + self._bar(intervals, window, palette), self.size.width)
         assert row.worker is not None
-        lanes = lane_intervals(self._model, row.worker, *window)
-        cells = self._cells(lanes, window, palette, lane=True, now=timeline_now(self._model))
+        if self._holds is None or self._holds.key != LaneHolds.key_of(self._model):
+            self._holds = LaneHolds(self._model)
+        lanes = self._holds.holds(row.worker, *window)
+        cells = self._lane(lanes, window, palette, timeline_now(self._model))
         return Strip(self._label(row.label, label_style) + cells, self.size.width)
 
     def _after(self, bar: Strip, t: float, window: tuple[float, float], text: str, style: Style) -> Strip:
@@ -476,70 +479,89 @@ class WaterfallView(ScrollView, can_focus=True):
         note = Strip([RichSegment(written, style)])
         return Strip.join([bar.crop(0, column), note, bar.crop(column + len(written), columns)])
 
-    def _cells(
+    def _bar(
         self,
         intervals: Sequence[tuple[float, float, str]],
         window: tuple[float, float],
         palette: Palette,
-        *,
         job_row: bool = False,
-        lane: bool = False,
-        now: float | None = None,
     ) -> list[RichSegment]:
-        """The bar area of one row: per column, the interval covering most of it; a lane's columns
-        before ``now`` that nothing covers are idle (dotted), the future stays blank."""
+        """A partition's phases, or a job's waits and run (``job_row``): per column, the interval covering
+        most of it (column_owners; a partition keeps a cell for every phase)."""
+        columns, spc, plain = self._geometry(window, palette)
+        # The same bar in the same view draws the same: a poll that moved the timeline redraws the
+        # few rows whose intervals changed, not every row on screen.
+        view = (window, columns, palette, plain)
+        if view != self._bars_view or len(self._bars) > STRIPS_KEPT * max(1, self.size.height):
+            self._bars_view = view
+            self._bars.clear()
+        bar = (tuple(intervals), job_row)
+        known = self._bars.get(bar)
+        if known is not None:
+            return known
+        owners = column_owners(intervals, window[0], spc, columns, keep_every=not job_row)
+        looks = _Looks(palette, plain)
+        pieces: list[tuple[str, Style]] = []
+        # Nothing is written inside these bars: a run of columns of one interval is one piece.
+        for hit, run in groupby(owners):
+            width = len(list(run))
+            if hit is None:
+                pieces.append((" " * width, Style()))
+            elif job_row:
+                waiting = intervals[hit][2] == "wait"
+                char = (":" if plain else "┄") if waiting else ("." if plain else "─")
+                pieces.append((char * width, looks["wait" if waiting else "job", False]))
+            else:
+                variable, plain_char = PHASES[intervals[hit][2]]  # type: ignore[index]
+                pieces.append(((plain_char if plain else " ") * width, looks[variable, False]))
+        self._bars[bar] = segments = _joined(pieces)
+        return segments
+
+    def _lane(
+        self,
+        holds: Sequence[tuple[float, float, LaneEntry]],
+        window: tuple[float, float],
+        palette: Palette,
+        now: float | None,
+    ) -> list[RichSegment]:
+        """A worker's lane: per column, the hold covering most of it, named inside its bar where the
+        name fits; the columns before ``now`` that no hold covers are idle (dotted), the future blank."""
+        columns, spc, plain = self._geometry(window, palette)
         start, end = window
-        columns = max(0, self.size.width - self.label_width)
-        spc = (end - start) / max(1, columns)
-        plain = self._plain(palette)
-        chars: list[str] = []
-        styles: list[Style] = []
-        idle_char = "." if plain else "·"
-        idle_style = palette.fg("lane-idle") if lane else Style()
+        idle = ("." if plain else "·", palette.fg("lane-idle"))
+        looks = _Looks(palette, plain)
+        variable, plain_char = PHASES["busy"]
+        pieces: list[tuple[str, Style]] = []
         previous: int | None = None
         label_left = ""
-        owners = column_owners(intervals, start, spc, columns, keep_every=not job_row)
-        for column, hit in enumerate(owners):
+        for column, hit in enumerate(column_owners(holds, start, spc, columns)):
             a = start + column * spc
             if hit is None:
-                chars.append(idle_char if lane and (now is None or a < now) else " ")
-                styles.append(idle_style)
+                pieces.append((idle[0] if now is None or a < now else " ", idle[1]))
                 previous = None
                 label_left = ""
                 continue
-            name = intervals[hit][2]
-            if job_row:
-                waiting = name == "wait"
-                chars.append((":" if plain else "┄") if waiting else ("." if plain else "─"))
-                styles.append(palette.fg("phase-queue") if waiting else Style(dim=True))
-                continue
-            phase: Phase = "busy" if lane else name  # type: ignore[assignment]
-            variable, plain_char = PHASES[phase]
-            if lane and hit != previous:
+            if hit != previous:
                 # A new hold: an edge where it directly follows another, then its name (job/partition,
                 # else the partition alone) only when the name fits in the bar: never a run-on.
                 edge = ("|" if plain else "▏") if previous is not None else ""
-                room = round((min(intervals[hit][1], end) - a) / spc) - len(edge)
-                label = intervals[hit][2]
+                room = round((min(holds[hit][1], end) - a) / spc) - len(edge)
+                label = hold_label(holds[hit][2])
                 label_left = edge + next((n for n in (label, label.rsplit("/", 1)[-1]) if len(n) <= room), "")
             previous = hit
             ch = label_left[0] if label_left else (plain_char if plain else " ")
             label_left = label_left[1:]
-            chars.append(ch)
-            if plain:
-                styles.append(Style(bold=bool(label_left) or ch != plain_char))
-            else:
-                styles.append(palette.bg(variable) + Style(color="black" if not ch.isspace() else None))
-        segments: list[RichSegment] = []
-        run_start = 0
-        for i in range(1, columns + 1):
-            if i == columns or styles[i] != styles[run_start]:
-                segments.append(RichSegment("".join(chars[run_start:i]), styles[run_start]))
-                run_start = i
-        return segments
+            dark = bool(label_left) or ch != plain_char if plain else not ch.isspace()
+            pieces.append((ch, looks[variable, dark]))
+        return _joined(pieces)
+
+    def _geometry(self, window: tuple[float, float], palette: Palette) -> tuple[int, float, bool]:
+        """(bar columns, seconds per column, plain) of a row's bar area."""
+        columns = max(0, self.size.width - self.label_width)
+        return columns, (window[1] - window[0]) / max(1, columns), self._plain(palette)
 
     def on_resize(self) -> None:
-        self.virtual_size = Size(self.size.width, len(self._rows) + 1)
+        self.virtual_size = Size(self.size.width, len(self.rows) + 1)
 
 
 def partition_detail(
