@@ -26,12 +26,12 @@ def _headless_modules() -> list[str]:
 def test_core_imports_without_textual() -> None:
     modules = _headless_modules()
     assert "cuzktui.events" in modules
-    # Block textual (and its chart helpers) in a fresh interpreter, then import every core module.
+    # Block textual (and rich) in a fresh interpreter, then import every core module.
     program = (
         "import sys\n"
         "class Block:\n"
         "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name.split('.')[0] in ('textual', 'textual_plotext', 'rich'):\n"
+        "        if name.split('.')[0] in ('textual', 'rich'):\n"
         "            raise ImportError('headless core imported ' + name)\n"
         "sys.meta_path.insert(0, Block())\n"
         "import importlib\n"

@@ -1,6 +1,6 @@
 """Themes and the colours our own drawing code (charts, waterfall) reads by name.
 
-Widgets styled by CSS get their colours from Textual; the waterfall strips and the plotext
+Widgets styled by CSS get their colours from Textual; the waterfall strips and the braille
 charts are drawn by hand, so they read the current theme's variables through a
 :class:`Palette`. Our variables (``phase-synth``, ``mem-limit``, …) are defined by the
 theme files in ``cuzktui/themes/`` and have fallbacks for every other theme, including
@@ -148,15 +148,12 @@ def bundled_themes() -> list[Theme]:
     return [load_theme(path) for path in sorted(THEME_DIR.glob("*.toml"))]
 
 
-PlotextColor = int | tuple[int, int, int]
-
-
 @dataclass(frozen=True, slots=True)
 class Palette:
-    """The current theme's named colours, as Rich styles and plotext colours.
+    """The current theme's named colours, as Rich styles.
 
-    With ``no_color`` (the ``NO_COLOR`` convention) nothing is coloured: styles are plain and
-    plotext gets no colour at all, so the charts rely on their markers alone.
+    With ``no_color`` (the ``NO_COLOR`` convention) nothing is coloured: styles are plain, so the
+    charts rely on their markers alone. An ANSI colour stays one (a 16-colour theme stays in 16 colours).
     """
 
     colors: dict[str, Color]
@@ -187,12 +184,3 @@ class Palette:
         if self.no_color:
             return Style(reverse=True)
         return Style(bgcolor=self.colors[name].rich_color)
-
-    def plotext(self, name: str) -> PlotextColor | None:
-        """A colour plotext understands: an ANSI index keeps 16-colour themes in 16 colours."""
-        if self.no_color:
-            return None
-        color = self.colors[name]
-        if color.ansi is not None:
-            return color.ansi if color.ansi >= 0 else None
-        return color.rgb

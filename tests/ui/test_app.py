@@ -215,12 +215,14 @@ async def test_themes_ship_with_our_variables_and_ansi_themes_get_fallbacks() ->
         async with app.run_test() as pilot:
             await settle(pilot)
             assert app.theme == name
-            palette = Palette.from_variables(app.theme_variables)
+            color = Palette.from_variables(app.theme_variables).fg("phase-gpu").color
+            assert color is not None
             if name == "ansi-dark":
                 assert app.theme_variables["phase-gpu"] == "ansi_green"
-                assert palette.plotext("phase-gpu") == 2  # stays a 16-colour index
+                assert color.is_default is False and color.number == 2  # stays a 16-colour index
+                assert color.triplet is None
             else:
-                assert palette.plotext("phase-gpu") == (26, 127, 55)
+                assert color.triplet == (26, 127, 55)
 
 
 @pytest.mark.parametrize("system", [ColorSystem.STANDARD, ColorSystem.EIGHT_BIT, ColorSystem.TRUECOLOR])
@@ -287,9 +289,12 @@ async def test_no_color_leaves_charts_and_bars_uncoloured(monkeypatch: pytest.Mo
         await settle(pilot)
         assert app.no_color
         chart = app.screen.query_one("#memory", Chart)
-        text = chart.rendered()
-        assert not any(getattr(span.style, "color", None) for span in text.spans)
-        assert "*" in text.plain  # the RSS line drawn with its marker instead of a colour
+        lines = [chart.render_line(y) for y in range(chart.size.height)]
+        # No series has a colour of its own: every cell has the widget's (which NO_COLOR's filter drops).
+        assert {segment.style.color if segment.style else None for line in lines for segment in line} == {
+            chart.rich_style.color
+        }
+        assert any("*" in line.text for line in lines)  # the RSS line drawn with its marker instead of a colour
         await pilot.press("2")
         await pilot.pause()
         view = app.screen.query_one(WaterfallView)
@@ -301,8 +306,9 @@ async def test_ascii_mode_draws_without_glyphs(events: list[Timed]) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         for selector in ("#memory", "#gpu-0"):
-            text = app.screen.query_one(selector, Chart).rendered()
-            assert text.plain.isascii(), selector
+            chart = app.screen.query_one(selector, Chart)
+            text = "\n".join(chart.render_line(y).text for y in range(chart.size.height))
+            assert text.isascii(), selector
         await pilot.press("2")
         await pilot.pause()
         view = app.screen.query_one(WaterfallView)

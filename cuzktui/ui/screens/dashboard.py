@@ -56,7 +56,7 @@ def memory_spec(model: SessionModel) -> ChartSpec:
         last = data.last()
         lines.append(Line(label, color, points, marker, format_size(last[1]) if last else ""))
     return ChartSpec(
-        title="Memory GiB",
+        title="Memory",
         lines=tuple(lines),
         t0=t0,
         t1=t1,
@@ -88,7 +88,7 @@ def gpu_spec(model: SessionModel, gpu: GpuState) -> ChartSpec:
     util = gpu.utilization.last()
     lines.append(Line("util", "gpu-util", tuple(gpu.utilization.points()), "o", f"{util[1]:.0f}%" if util else "n/a"))
     return ChartSpec(
-        title=f"GPU{gpu.index} {gpu.name} %",
+        title=f"GPU{gpu.index} {gpu.name}",
         lines=tuple(lines),
         t0=t0,
         t1=t1,

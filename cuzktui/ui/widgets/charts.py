@@ -1,16 +1,16 @@
-"""Time-series charts drawn with plotext at the widget's exact size (Dolphie's approach).
+"""Time-series charts drawn as braille line plots (cuzktui/braille_plot.py) at the widget's exact size.
 
-A :class:`Chart` is handed a :class:`ChartSpec` (what to draw, in display units) and builds the
-figure for its current size with at most one point per column (peaks kept); the lines are
-cached until the spec, the size or the theme changes, and a new spec repaints only the lines
-that differ (a line-API widget), so over SSH a new sample costs a column, not the chart. The
-caller replaces the spec only when its model counter moved, and the app polls once a second,
-so a chart is rebuilt at most once a second and never when idle. The time axis is elapsed
-time from ``t0``; callers keep ``t1`` fixed for a while (:func:`stepped_length`) so the
-picture does not shift with every sample.
+A :class:`Chart` is handed a :class:`ChartSpec` (what to draw, in display units): a legend line
+over the plot that :func:`cuzktui.braille_plot.rasterise` computes for the current size. The
+widget uses the line API: each line is kept as runs of (text, style) with its Strip, rebuilt when
+the spec, the size or the theme changes, and a new spec repaints only the columns that differ, so
+over SSH a new sample costs a column, not the chart. The caller replaces the spec only when its
+model counter moved, and the app polls once a second, so a chart is recomputed at most once a
+second and never when idle. The time axis is elapsed time from ``t0``; callers keep ``t1`` fixed
+for a while (:func:`stepped_length`) so the picture does not shift with every sample.
 
-``ascii`` draws with plain characters only (no braille, no box lines); ``NO_COLOR`` (the
-app's ``no_color``) draws without colour and tells the lines apart by their markers.
+``ascii`` draws with plain characters only (one marker a cell, no braille, no box lines);
+``NO_COLOR`` (the app's ``no_color``) draws without colour and tells the lines apart by their markers.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from plotext._figure import _figure_class as Figure
 from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
@@ -28,10 +27,8 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
-from ...units import format_duration
+from ...braille_plot import AXIS, Plot, Point, Series, rasterise
 from ..theme import Palette
-
-Point = tuple[float, float]
 
 WINDOWS_S = (60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 86400)
 
@@ -66,9 +63,9 @@ class Marks:
 
 @dataclass(frozen=True, slots=True)
 class ChartSpec:
-    """One chart: lines over [t0, t1] (Unix seconds), y from 0 to ``y_max`` in ``unit``. With ``x_unit``
-    the x axis is not time but plain numbers in that unit, from t0 to t1; its points are few (a search's
-    trials) and drawn as given, none dropped."""
+    """One chart: lines over [t0, t1] (Unix seconds), y from 0 to ``y_max`` in ``unit`` ("GiB" labels
+    the axis as sizes, "%" as percentages). With ``x_unit`` the x axis is not time but plain numbers in
+    that unit, from t0 to t1."""
 
     title: str
     lines: tuple[Line, ...]
@@ -87,25 +84,6 @@ class ChartSpec:
         return [m for m in (Marks(self.events, self.event_label, self.event_color), *self.marks) if m.times]
 
 
-def downsample(points: Sequence[Point], t0: float, t1: float, buckets: int) -> list[Point]:
-    """At most one point per bucket of [t0, t1], keeping each bucket's largest value.
-
-    The maximum, not the mean: the sample before an OOM kill is the one that matters.
-    """
-    if buckets < 1 or t1 <= t0:
-        return list(points[-1:])
-    width = (t1 - t0) / buckets
-    best: dict[int, Point] = {}
-    for t, v in points:
-        if t < t0 or t > t1:
-            continue
-        b = min(int((t - t0) / width), buckets - 1)
-        kept = best.get(b)
-        if kept is None or v > kept[1]:
-            best[b] = (t, v)
-    return [best[b] for b in sorted(best)]
-
-
 def nice_ceiling(value: float) -> float:
     """The next round number (1, 1.2, 1.5, 2 … 8 × 10^n) at or above ``value``: short axis labels."""
     if value <= 0:
@@ -118,37 +96,18 @@ def nice_ceiling(value: float) -> float:
     return 10.0 ** (exponent + 1)
 
 
-def _tick_label(value: float) -> str:
-    return f"{value:.0f}" if value >= 10 or value == int(value) else f"{value:.1f}"
-
-
 LEGEND_SWATCH = "━"
 
-
-def _segments(line: Text, console: Console) -> list[Segment]:
-    """A line's segments, every one with a Style (Textual's NO_COLOR filter requires one)."""
-    null = Style.null()
-    return [Segment(seg.text, seg.style or null) for seg in line.render(console) if seg.text]
+# One line of the chart as drawn: runs of text, each with its whole style (the background included).
+Runs = tuple[tuple[str, Style], ...]
 
 
-def _strip(line: Text, console: Console, width: int, base: Style) -> Strip:
-    """One line padded to ``width`` on ``base``, built as one Strip (a chart rebuilds ~60 lines a
-    second, and each Strip made on the way (padded, then styled) costs its caches)."""
-    segments = _segments(line, console)
-    length = line.cell_len
-    if length < width:
-        segments.append(Segment(" " * (width - length)))
-        length = width
-    return Strip(Segment.apply_style(segments, base), length)
+def _cells(runs: Sequence[tuple[str, object]]) -> list[tuple[str, object]]:
+    return [(ch, style) for text, style in runs for ch in text]
 
 
-def _cells(strip: Strip) -> list[tuple[str, object]]:
-    return [(ch, segment.style) for segment in strip for ch in segment.text]
-
-
-def changed_span(old: Strip, new: Strip) -> tuple[int, int] | None:
-    """The [start, end) columns where two lines differ (None when equal): all that is resent."""
-    a, b = _cells(old), _cells(new)
+def _changed_columns(a: list[tuple[str, object]], b: list[tuple[str, object]]) -> tuple[int, int] | None:
+    """The [start, end) columns where two lines of cells differ (None when equal)."""
     if a == b:
         return None
     start = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
@@ -158,22 +117,23 @@ def changed_span(old: Strip, new: Strip) -> tuple[int, int] | None:
     return start, end
 
 
-def _drawn_points(line: Line, spec: ChartSpec, buckets: int) -> list[Point]:
-    """A time series at most one point per bucket; a numeric axis's few points (a search's trials) as given."""
-    if spec.x_unit:
-        return [p for p in line.points if spec.t0 <= p[0] <= spec.t1]
-    return downsample(line.points, spec.t0, max(spec.t1, spec.t0 + 1.0), buckets)
+def changed_span(old: Strip, new: Strip) -> tuple[int, int] | None:
+    """The [start, end) columns where two lines differ (None when equal): all that is resent."""
+    return _changed_columns(_cells([(s.text, s.style) for s in old]), _cells([(s.text, s.style) for s in new]))
+
+
+def _text_runs(line: Text, console: Console, base: Style) -> list[tuple[str, Style]]:
+    """A Text's runs on ``base``: every segment gets a Style (Textual's NO_COLOR filter requires one)."""
+    return [(seg.text, base + seg.style if seg.style else base) for seg in line.render(console) if seg.text]
 
 
 class Chart(Widget):
-    """A legend line over a plotext time-series plot, rebuilt only when spec, size or theme change."""
+    """A legend line over a braille time-series plot, recomputed only when spec, size or theme change."""
 
     DEFAULT_CSS = """
     Chart {
         height: 1fr;
         min-height: 5;
-        text-wrap: nowrap;
-        text-overflow: ellipsis;
     }
     """
 
@@ -181,8 +141,10 @@ class Chart(Widget):
         super().__init__(id=id, classes=classes)
         self.ascii_only = ascii_only
         self._spec: ChartSpec | None = None
-        self._cache: tuple[object, list[Strip]] | None = None
-        self._plot_cache: tuple[object, Text] | None = None
+        self._key: object = None  # what the lines below were drawn for
+        self._lines: list[Runs] = []
+        self._strips: list[Strip] = []
+        self._legend_cache: tuple[object, list[list[tuple[str, Style]]]] = (None, [])
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self.refresh())
@@ -192,60 +154,103 @@ class Chart(Widget):
         return self._spec
 
     def show(self, spec: ChartSpec) -> None:
-        """Draw ``spec``; only the lines that differ from what is on screen are repainted."""
+        """Draw ``spec``; only the columns that differ from what is on screen are repainted."""
         if spec == self._spec:
             return
-        before = self._cache[1] if self._cache is not None else None
+        before = self._lines
+        drawn = self._key is not None
         self._spec = spec
-        after = self._strips()
-        if before is None or len(before) != len(after):
+        after = self._update()
+        if not drawn or len(before) != len(after):
             self.refresh()
             return
+        regions = []
         for y, (old, new) in enumerate(zip(before, after, strict=True)):
-            changed = changed_span(old, new)
-            if changed is not None:
-                self.refresh(Region(changed[0], y, changed[1] - changed[0], 1))
+            if old != new:
+                changed = _changed_columns(_cells(old), _cells(new))
+                if changed is not None:
+                    regions.append(Region(changed[0], y, changed[1] - changed[0], 1))
+        if regions:
+            self.refresh(*regions)  # one call: each one posts messages
 
-    def _palette(self) -> Palette:
-        return Palette.for_app(self.app)
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._update()  # once a paint, not once a line: the theme's palette and style take a while
+        return super().render_lines(crop)
 
     def render_line(self, y: int) -> Strip:
-        strips = self._strips()
-        return strips[y] if y < len(strips) else Strip.blank(self.size.width, self.rich_style)
+        return self._strips[y] if y < len(self._strips) else Strip.blank(self.size.width, self.rich_style)
 
-    def _strips(self) -> list[Strip]:
-        palette = self._palette()
+    def _update(self) -> list[Runs]:
+        """The chart's lines for the current spec, size and theme; Strips kept for lines that did not change."""
+        palette = Palette.for_app(self.app)
         key = (self._spec, self.size, palette, self.rich_style)
-        if self._cache is None or self._cache[0] != key:
-            console = self.app.console
-            lines = self.rendered().split("\n", allow_blank=True)
-            # plotext leaves the background unset: the chart paints its own (the theme's), else a
-            # light theme in a dark terminal shows a dark chart, its dark-on-dark lines unreadable.
-            base, width = self.rich_style, self.size.width
-            self._cache = (key, [_strip(line, console, width, base) for line in lines])
-        return self._cache[1]
+        if key == self._key:
+            return self._lines
+        lines = self._draw(palette)
+        width = self.size.width
+        kept = dict(zip(self._lines, self._strips, strict=True))
+        self._strips = [kept[line] if line in kept else Strip([Segment(*run) for run in line], width) for line in lines]
+        self._key, self._lines = key, lines
+        return lines
 
-    def rendered(self) -> Text:
-        """The whole chart as text at the current size: the legend, then the plot."""
+    def _draw(self, palette: Palette) -> list[Runs]:
+        """The legend, then the plot, each line padded to the width on the widget's background (the
+        theme's: else a light theme in a dark terminal shows a dark chart, its lines unreadable)."""
         spec = self._spec
         if spec is None:
-            return Text()
-        palette = self._palette()
-        width, height = self.size.width, self.size.height
-        legend = self._legend(spec, palette, width)
-        text = Text("\n").join(legend)
-        text.append("\n")
-        plot_height = height - len(legend)
-        if not any(line.points for line in spec.lines):
-            text.append(spec.empty, style="dim")
-        elif width >= 12 and plot_height >= 3:
-            text.append_text(self._plot(spec, palette, width, plot_height))
-        # else: no room for a plot (several GPUs on a small terminal); the legend holds the figures
-        return text
-
-    def _legend(self, spec: ChartSpec, palette: Palette, width: int) -> list[Text]:
-        """The title and one item per line (and the event marker), flowed into lines of ``width``."""
+            return []
+        base, width, height = self.rich_style, self.size.width, self.size.height
         plain = self.ascii_only or palette.no_color
+        console = self.app.console
+        rows = list(self._legend_rows(spec, palette, width, plain, base))
+        plot_height = height - len(rows)
+        if not any(line.points for line in spec.lines):
+            rows.append(_text_runs(Text(spec.empty, style="dim"), console, base))
+        elif width >= 12 and plot_height >= 3:
+            styles = [base + palette.fg(line.color) for line in spec.lines]
+            styles += [base + palette.fg(marks.color) for marks in spec.all_marks()]
+            for row in rasterise(self._plot(spec, width, plot_height, plain)):
+                rows.append([(text, base if owner == AXIS else styles[owner]) for text, owner in row])
+        # else: no room for a plot (several GPUs on a small terminal); the legend holds the figures
+        return [_padded(row, width, base) for row in rows[:height]]
+
+    @staticmethod
+    def _plot(spec: ChartSpec, width: int, height: int, plain: bool) -> Plot:
+        return Plot(
+            series=tuple(Series(line.points, line.marker, line.scatter) for line in spec.lines),
+            x0=spec.t0,
+            x1=spec.t1,
+            y_max=nice_ceiling(spec.y_max),
+            width=width,
+            height=height,
+            plain=plain,
+            marks=tuple(marks.times for marks in spec.all_marks()),
+            y_unit=spec.unit,
+            x_unit=spec.x_unit,
+        )
+
+    def _legend_rows(
+        self, spec: ChartSpec, palette: Palette, width: int, plain: bool, base: Style
+    ) -> list[list[tuple[str, Style]]]:
+        """The legend's lines as runs, rebuilt only when a title, label or value in it changed."""
+        key = (
+            spec.title,
+            tuple((line.label, line.value, line.color, line.marker) for line in spec.lines),
+            tuple((marks.label, marks.color, len(marks.times)) for marks in spec.all_marks()),
+            width,
+            plain,
+            palette,
+            base,
+        )
+        if self._legend_cache[0] != key:
+            console = self.app.console
+            rows = [_text_runs(line, console, base) for line in self._legend(spec, palette, width, plain)]
+            self._legend_cache = (key, rows)
+        return self._legend_cache[1]
+
+    @staticmethod
+    def _legend(spec: ChartSpec, palette: Palette, width: int, plain: bool) -> list[Text]:
+        """The title and one item per line (and the event marker), flowed into lines of ``width``."""
         items = [Text(spec.title, style="bold")]
         for line in spec.lines:
             item = Text(line.marker if plain else LEGEND_SWATCH, style=palette.fg(line.color, bold=True))
@@ -263,60 +268,17 @@ class Chart(Widget):
                 lines.append(item)
         return lines
 
-    def _plot(self, spec: ChartSpec, palette: Palette, width: int, height: int) -> Text:
-        plain = self.ascii_only or palette.no_color
-        t0, t1 = spec.t0, max(spec.t1, spec.t0 + 1.0)
-        origin = 0.0 if spec.x_unit else t0  # time is drawn as elapsed from t0; other units as they are
-        y_max = nice_ceiling(spec.y_max)
-        label_width = len(_tick_label(y_max)) + 1
-        columns = max(1, width - label_width)
-        # Braille packs two samples per column; plain markers one.
-        buckets = columns if plain else columns * 2
-        drawn = [(line, _drawn_points(line, spec, buckets)) for line in spec.lines]
-        # What plotext draws: the points per column, not every sample. A new sample that moves no
-        # column (a long window, a steady value) reuses the figure: plotext's build is most of a
-        # chart's cost.
-        key = (
-            tuple((line.color, line.marker, line.scatter, points) for line, points in drawn),
-            spec.x_unit,
-            tuple(spec.all_marks()),
-            t0,
-            t1,
-            y_max,
-            width,
-            height,
-            palette,
-            plain,
-        )
-        if self._plot_cache is not None and self._plot_cache[0] == key:
-            return self._plot_cache[1]
-        figure = Figure()
-        figure._limit_size(False, False)  # plotext clips to the terminal it finds, which is not ours
-        figure.plot_size(width, height)
-        figure.theme("clear")
-        figure.frame(False)
-        for line, points in drawn:
-            if not points:
-                continue
-            xs = [t - origin for t, _ in points]
-            ys = [v for _, v in points]
-            marker = line.marker if plain or line.scatter else "braille"
-            draw = figure.scatter if line.scatter else figure.plot
-            draw(xs, ys, marker=marker, color=palette.plotext(line.color))
-        for marks in spec.all_marks():
-            for t in marks.times:
-                if plain:
-                    figure.plot([t - origin] * 2, [0, y_max], marker="|", color=palette.plotext(marks.color))
-                else:
-                    figure.vertical_line(t - origin, color=palette.plotext(marks.color))
-        figure.xlim(t0 - origin, t1 - origin)
-        figure.ylim(0, y_max)
-        figure.yticks([0, y_max / 2, y_max], ["0", _tick_label(y_max / 2), _tick_label(y_max)])
-        ticks = [t0 - origin, t0 - origin + (t1 - t0) / 2, t1 - origin]
-        labels = [_tick_label(x) for x in ticks] if spec.x_unit else [format_duration(x) for x in ticks]
-        if spec.x_unit:
-            labels[-1] += f" {spec.x_unit}"
-        figure.xticks(ticks, labels)
-        plot = Text.from_ansi(figure.build(), no_wrap=True)
-        self._plot_cache = (key, plot)
-        return plot
+
+def _padded(row: list[tuple[str, Style]], width: int, base: Style) -> Runs:
+    """A line cut or padded with the background to exactly ``width`` cells."""
+    out: list[tuple[str, Style]] = []
+    used = 0
+    for text, style in row:
+        if used + len(text) > width:
+            text = text[: width - used]
+        if text:
+            out.append((text, style))
+            used += len(text)
+    if used < width:
+        out.append((" " * (width - used), base))
+    return tuple(out)
