@@ -105,6 +105,7 @@ class Checkpoints(Generic[State]):
         except OSError:  # the package's own files do not read: no fingerprint, no checkpoint
             self._identity = None
         self._loaded: list[tuple[str, int]] = []  # the files and offsets the loaded checkpoint stood on
+        self._loaded_size = 0  # that checkpoint's bytes
 
     def load(self) -> State | None:
         """The state stored by :meth:`store`, if its footing still holds; else None (read cold)."""
@@ -125,6 +126,7 @@ class Checkpoints(Generic[State]):
                     return None
                 state: State = pickle.load(f)
                 self._loaded = [(file[0], file[3]) for file in header["files"]]
+                self._loaded_size = os.fstat(f.fileno()).st_size
                 os.utime(f.fileno())  # most recently used
                 return state
         except Exception:
@@ -133,8 +135,8 @@ class Checkpoints(Generic[State]):
     def store(self, files: Sequence[tuple[Path, int]], state: State) -> None:
         """Save ``state`` as standing on ``files`` (each file and the bytes of it that were read), then keep
         the cache within its bounds; any failure leaves things as they were (the next read is cold)."""
-        if self._identity is None or not files or [(str(path), offset) for path, offset in files] == self._loaded:
-            return  # not resumable, or nothing was appended since the checkpoint loaded
+        if self._identity is None or not files or not self._worth_storing(files):
+            return
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:
             footing = [_footing(path, offset) for path, offset in files]
@@ -155,6 +157,16 @@ class Checkpoints(Generic[State]):
         except Exception:
             with contextlib.suppress(OSError):
                 tmp.unlink()
+
+    def _worth_storing(self, files: Sequence[tuple[Path, int]]) -> bool:
+        """Whether the bytes read beyond the loaded checkpoint cost more to read again, next time, than
+        writing the checkpoint anew costs now: pickling a model costs about what parsing as many bytes
+        of log does, so a log grown by less than its checkpoint's size keeps the checkpoint it has (a
+        report run every hour on a week of log pickles once in a while, not every run)."""
+        if not self._loaded or [str(path) for path, _ in files] != [path for path, _ in self._loaded]:
+            return True
+        appended = sum(offset - loaded for (_, offset), (_, loaded) in zip(files, self._loaded, strict=True))
+        return appended >= self._loaded_size
 
     def _evict(self) -> None:
         """Remove the least recently used checkpoints beyond MAX_ENTRIES or MAX_BYTES in all, and what a

@@ -83,6 +83,21 @@ def test_a_grown_log_is_resumed_and_equals_a_cold_read_of_the_grown_log(tmp_path
     assert first[0] != _figures(log, cache=False)[0]  # the test has teeth: the grown half changes the report
 
 
+def test_a_log_grown_by_less_than_its_checkpoint_keeps_it_and_a_longer_growth_stores_anew(tmp_path: Path) -> None:
+    log = _write(tmp_path / "daemon.log", b"".join(LINES[:HALF]))
+    _start(log)
+    (entry,) = _entries()
+    stored = entry.stat()
+    _write(log, LINES[HALF], "ab")  # a line: cheaper to read again than to pickle the model again
+    assert _start(log) == len(b"".join(LINES[:HALF]))
+    assert entry.stat().st_ino == stored.st_ino
+    while log.stat().st_size - len(b"".join(LINES[:HALF])) < stored.st_size:
+        _write(log, b"".join(LINES[HALF:]), "ab")
+    assert _start(log) == len(b"".join(LINES[:HALF]))
+    assert entry.stat().st_ino != stored.st_ino
+    assert _start(log) == log.stat().st_size
+
+
 def test_a_log_cut_mid_line_then_completed_does_not_keep_the_exit_it_implied(tmp_path: Path) -> None:
     cut = len(LINES[HALF]) // 2
     log = _write(tmp_path / "daemon.log", b"".join(LINES[:HALF]) + LINES[HALF][:cut])
@@ -167,8 +182,7 @@ def test_what_a_killed_store_left_behind_goes_at_the_next_store(tmp_path: Path) 
     for path in (abandoned, in_progress):
         _write(path, b"half a checkpoint")
     os.utime(abandoned, (0, 0))
-    _write(log, LINES[0], "ab")
-    load_session(log)  # grown: stores again
+    load_session(_write(tmp_path / "other.log", FIXTURE))  # another checkpoint stored
     assert not abandoned.exists() and in_progress.exists()
 
 
