@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
+from operator import le
 from typing import Literal, overload
 
 from .figures import timeline_now
@@ -51,8 +52,14 @@ def dominants(spans: Sequence[Span], start: float, step: float, columns: int) ->
     One sweep over the spans sorted by start, keeping only those that can still touch a column: a
     worker's lane holds thousands of partitions, and testing each against every column made a line
     cost columns x holds. Columns before the next span starts are skipped: a partition's phases fill a
-    few columns of a row."""
+    few columns of a row. Spans one after the other (a worker's holds) that outnumber the columns are
+    found by bisection instead (:func:`_sequential_dominants`)."""
     starts = [span[0] for span in spans]
+    if len(spans) > columns:
+        ends = [span[1] for span in spans]
+        # Each span of no negative length, ending by the next one's start: both lists sorted.
+        if all(map(le, starts, ends)) and all(map(le, ends, starts[1:])):
+            return _sequential_dominants(starts, ends, start, step, columns)
     order = sorted(range(len(spans)), key=starts.__getitem__)
     hits: list[int | None] = []
     active: list[int] = []
@@ -84,6 +91,39 @@ def dominants(spans: Sequence[Span], start: float, step: float, columns: int) ->
                 instant = i
         hits.append(best if best is not None else instant)
         column += 1
+    return hits
+
+
+def _sequential_dominants(
+    starts: list[float], ends: list[float], start: float, step: float, columns: int
+) -> list[int | None]:
+    """:func:`dominants` of spans one after the other: those touching a column are a range of indices,
+    and all but its first and last lie inside the column, covering their whole length, so the longest
+    of them is found by ``max`` over a slice rather than a Python loop over thousands of holds."""
+    lengths = [e - s for s, e in zip(starts, ends, strict=True)]
+    hits: list[int | None] = []
+    for column in range(columns):
+        a = start + column * step
+        b = start + (column + 1) * step
+        first, stop = bisect_left(ends, a), bisect_left(starts, b)
+        best: int | None = None
+        best_overlap = 0.0
+        if stop > first:
+            # The first and the last may stick out of the column; those between lie wholly inside it.
+            edge = min(ends[first], b) - max(starts[first], a)
+            if edge > best_overlap:
+                best, best_overlap = first, edge
+            if stop - first > 2:
+                inner = max(lengths[first + 1 : stop - 1])
+                if inner > best_overlap:
+                    best, best_overlap = lengths.index(inner, first + 1, stop - 1), inner
+            if stop - first > 1:
+                edge = min(ends[stop - 1], b) - max(starts[stop - 1], a)
+                if edge > best_overlap:
+                    best = stop - 1
+        if best is None:  # nothing but instants (and spans that end at a): the first instant
+            best = next((i for i in range(first, stop) if starts[i] == ends[i]), None)
+        hits.append(best)
     return hits
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from cuzktui.waterfall_layout import column_owners, dominants
 
 
@@ -34,3 +36,23 @@ def test_a_hold_that_won_no_column_takes_the_nearest_empty_one_after_its_neighbo
     # takes column 6, the empty one nearest its middle between its neighbours' cells.
     holds = [(0.0, 58.0, "a"), (55.0, 56.0, "b"), (80.0, 100.0, "c")]
     assert column_owners(holds, 0.0, 10.0, 10) == [0, 0, 0, 0, 0, 0, 1, None, 2, 2]
+
+
+def test_holds_one_after_the_other_show_what_the_sweep_over_any_spans_shows() -> None:
+    # 3,000 holds of a worker (some instants, some back to back) fitted to 96 columns take the
+    # bisection path; the same holds followed by one out of order (and out of the window, so it shows
+    # nowhere) take the general sweep. Each column must show the same hold either way.
+    rng = random.Random(11)
+    holds, t = [], 0.0
+    for _ in range(3000):
+        length = rng.choice([0.0, rng.uniform(0.1, 4.0), rng.uniform(4.0, 30.0)])
+        holds.append((t, t + length, "hold"))
+        t += length + rng.choice([0.0, rng.uniform(0.0, 5.0)])
+    for start, columns in ((0.0, 96), (t / 3, 96), (t / 2, 7)):
+        step = (t - start) / columns
+        sequential = dominants(holds, start, step, columns)
+        swept = dominants([*holds, (-100.0, -50.0, "elsewhere")], start, step, columns)
+        assert sequential == swept and None not in sequential[: columns - 1]
+        assert column_owners(holds, start, step, columns) == column_owners(
+            [*holds, (-100.0, -50.0, "elsewhere")], start, step, columns
+        )
