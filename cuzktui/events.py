@@ -307,25 +307,6 @@ class DetailLines:
 
 
 @dataclass(frozen=True, slots=True)
-class DetailLine:
-    """A human line that only fills a partition's details (GPU_TIMING, FIN_TIMING, ``partition synthesis
-    complete … is_pinned=``), which a post-mortem reader parsed only for its time and its owner: the job,
-    GPU worker and partition it names (as the timeline looks the partition up: Timeline._find_partition),
-    ``synthesis`` for the is_pinned line (found by job and partition only; no job or partition: it is
-    none of the timeline's); ``start`` and ``length`` place it in the log ``reread`` reads (DetailLines).
-    """
-
-    ts: float
-    job_id: str | None
-    worker: int | None
-    partition: int | None
-    synthesis: bool
-    start: int
-    length: int
-    reread: typing.Callable[[int, int], bytes] = field(compare=False, repr=False)
-
-
-@dataclass(frozen=True, slots=True)
 class FatalErrorLine:
     """The first line of a fatal ``Error: <context>`` report (stderr); causes follow as plain lines."""
 
@@ -365,7 +346,6 @@ LogEvent = (
     | BudgetStall
     | NttTiming
     | DetailLines
-    | DetailLine
     | FatalErrorLine
     | PlainLine
 )

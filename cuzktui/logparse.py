@@ -32,7 +32,6 @@ from .events import (
     CuzkTiming,
     DaemonReady,
     DaemonStarting,
-    DetailLine,
     EngineStarted,
     Eviction,
     FatalErrorLine,
@@ -58,15 +57,13 @@ from .events import (
 )
 
 __all__ = [
-    "SYNTH_COMPLETE",
     "LineSplitter",
-    "detail_events",
     "event_line_starts",
-    "field_from_spans",
     "is_inert",
     "lazy_line_starts",
     "parse_line",
     "strip_ansi",
+    "timing_events",
 ]
 
 _ANSI_RE: Final = re.compile(r"\x1b\[[0-9;]*m")
@@ -567,11 +564,7 @@ def _classify(record: LogRecord) -> LogEvent:
     return record
 
 
-# Where a human line lies in its log and how to read it again: (start, length, reread).
-Kept = tuple[int, int, Callable[[int, int], bytes]]
-
-
-def _parse_human(line: str, kept: Kept | None = None) -> LogEvent:
+def _parse_human(line: str) -> LogEvent:
     ts = parse_timestamp(line[:_TS_LEN])
     if ts is None or line[_TS_LEN : _TS_LEN + 1] != " " or line[_LEVEL_END - 1 : _LEVEL_END] != " ":
         return PlainLine(line)
@@ -592,28 +585,7 @@ def _parse_human(line: str, kept: Kept | None = None) -> LogEvent:
         keys = _KNOWN_KEYS["background PCE extraction failed"]
     if keys is not None:
         message, fields = _split_fields(body, keys)
-    record = LogRecord(ts, level, target, message, spans, fields)
-    if kept is not None:
-        if message.startswith(("GPU_TIMING ", "FIN_TIMING ")):
-            # The owner as Timeline._on_worker_timing looks it up (_gpu_timing, _fin_timing read the same fields).
-            worker, partition = _uint(_field_from(record, "worker_id")), _option_int(_field_from(record, "partition"))
-            return DetailLine(ts, _field_from(record, "job_id"), worker, partition, False, *kept)
-        if message in SYNTH_COMPLETE and level not in _LOUD_LEVELS:
-            # As Timeline._on_synth_complete: the job from the spans first, a line it cannot use owns nothing.
-            job, partition = field_from_spans(record, "job_id"), _uint(fields.get("partition"))
-            if fields.get("is_pinned") not in ("true", "false") or job is None or partition is None:
-                job = partition = None
-            return DetailLine(ts, job, None, partition, True, *kept)
-    return _classify(record)
-
-
-def field_from_spans(record: LogRecord, key: str) -> str | None:
-    """A field of the innermost span that has it, else of the event (the opposite of _field_from)."""
-    for span in reversed(record.spans):
-        value = span.fields.get(key)
-        if value is not None:
-            return value
-    return record.fields.get(key)
+    return _classify(LogRecord(ts, level, target, message, spans, fields))
 
 
 # --------------------------------------------------------------------------------------------
@@ -649,8 +621,6 @@ def _by_first_word(messages: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
 _BY_FIRST_WORD: Final = _by_first_word(_EVENT_MESSAGES)
 _BY_FIRST_WORD_PHASES: Final = _by_first_word(tuple(m for m in _EVENT_MESSAGES if m not in _DETAIL_MESSAGES))
 _QUIET_LEVELS: Final = frozenset({" INFO", "DEBUG", "TRACE"})
-_LOUD_LEVELS: Final = frozenset({"WARN", "ERROR"})  # the model notices these whatever their message
-SYNTH_COMPLETE: Final = frozenset({M.PARTITION_SYNTH_COMPLETE, M.SNAP_PARTITION_SYNTH_COMPLETE})
 # The C++ prover's timing lines: unstamped, the bulk of a busy log's events, and details only.
 _TIMING_PREFIXES: Final = ("CUZK_TIMING:", "CUZK_NTT_H:")
 _UNSTAMPED_EVENTS: Final = ("TIMELINE,", *_TIMING_PREFIXES, "Error: ")
@@ -750,14 +720,11 @@ def lazy_line_starts(buf: bytes) -> tuple[list[int], list[int]]:
     return sorted(_found_starts(buf, True, False) - timing), sorted(timing)
 
 
-def detail_events(text: bytes) -> Iterator[CuzkTiming | NttTiming | GpuTiming | FinTiming | LogRecord]:
-    """The detail events of the log lines in ``text`` (the C++ timings, GPU_TIMING, FIN_TIMING and the
-    ``partition synthesis complete`` record), in order; other lines are passed over."""
+def timing_events(text: bytes) -> Iterator[CuzkTiming | NttTiming]:
+    """The C++ timing events of the log lines in ``text`` (other lines are passed over), in order."""
     for raw in text.split(b"\n"):
         event = parse_line(raw.decode("utf-8", "replace"))
-        if isinstance(event, CuzkTiming | NttTiming | GpuTiming | FinTiming) or (
-            type(event) is LogRecord and event.message in SYNTH_COMPLETE
-        ):
+        if isinstance(event, CuzkTiming | NttTiming):
             yield event
 
 
@@ -766,12 +733,10 @@ def detail_events(text: bytes) -> Iterator[CuzkTiming | NttTiming | GpuTiming | 
 # --------------------------------------------------------------------------------------------
 
 
-def parse_line(line: str, stream: Stream = Stream.UNKNOWN, kept: Kept | None = None) -> LogEvent:
+def parse_line(line: str, stream: Stream = Stream.UNKNOWN) -> LogEvent:
     """The typed event of one line of daemon output (with or without its newline); never raises.
 
     ``stream`` narrows what a line can be when known: the fatal ``Error:`` report is stderr-only.
-    ``kept`` (where the line lies in its log) makes a human detail line a DetailLine: its values are
-    parsed when the partition's details are looked at (the post-mortem readers' lazy details).
     """
     if line.startswith("TIMELINE,"):
         return _parse_timeline(line.rstrip("\r\n"))
@@ -780,7 +745,7 @@ def parse_line(line: str, stream: Stream = Stream.UNKNOWN, kept: Kept | None = N
         line = _ANSI_RE.sub("", line)
     first = line[:1]
     if first.isdigit():
-        return _parse_human(line, kept)
+        return _parse_human(line)
     if line.startswith("CUZK_TIMING:"):
         return _parse_cuzk_timing(line)
     if line.startswith("CUZK_NTT_H:"):

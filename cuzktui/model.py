@@ -247,7 +247,7 @@ class SessionModel:
             return self.timeline.apply(cast(ev.LogEvent, event))
         if kind in _TIMED_DETAILS:
             # GPU_TIMING / FIN_TIMING, a fifth of a busy log: what _apply_log does for them, without its chain.
-            timing = cast(ev.GpuTiming | ev.FinTiming | ev.DetailLine, event)
+            timing = cast(ev.GpuTiming | ev.FinTiming, event)
             self._observe_time(timing.ts)
             changed = self.timeline.apply(timing)
             if len(self.timeline.overtaken) > self._overtaken_seen:
@@ -591,6 +591,5 @@ def model_of(
 
 # Log events that carry no printed time and that nothing but the timeline reads.
 _TIMELINE_ONLY: Final = frozenset({ev.TimelineEvent, ev.CuzkTiming, ev.NttTiming, ev.DetailLines})
-# Log events with a printed time that nothing but the timeline reads (an is_pinned line is a DetailLine only
-# when it is no WARN or ERROR, which _apply_log notices).
-_TIMED_DETAILS: Final = frozenset({ev.GpuTiming, ev.FinTiming, ev.DetailLine})
+# Log events with a printed time that nothing but the timeline reads.
+_TIMED_DETAILS: Final = frozenset({ev.GpuTiming, ev.FinTiming})

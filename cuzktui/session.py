@@ -42,7 +42,7 @@ from . import events as ev
 from . import model_cache
 from .config import ConfigError, load_config
 from .events import Stream
-from .logparse import Kept, event_line_starts, is_inert, lazy_line_starts, parse_line, strip_ansi
+from .logparse import event_line_starts, is_inert, lazy_line_starts, parse_line, strip_ansi
 from .model import SessionModel
 from .session_layout import CONFIG_DIR, DAEMON_LOG, EVENTS_FILE, META_FILE, config_versions
 from .timeline import Timeline
@@ -284,11 +284,10 @@ class _Tail:
             for start in event_line_starts(block, details):
                 yield _line_at(block, start)
 
-    def lazy_event_lines(
-        self, final: bool, reread: Callable[[int, int], bytes]
-    ) -> Iterator[tuple[int, bytes] | ev.DetailLines]:
-        """event_lines with each line's file offset, and the C++ timing lines between two of them as one
-        DetailLines each (a line naming its GPU alone): the bulk of a busy log's events is found, never parsed."""
+    def lazy_event_lines(self, final: bool) -> Iterator[bytes | ev.DetailLines]:
+        """event_lines, with the C++ timing lines between two of them as one DetailLines each (a line
+        naming its GPU alone): the bulk of a busy log's events is found, never parsed."""
+        reread = functools.partial(_read_range, self.path)
         for base, block in self._counted(final):
             starts, timing = lazy_line_starts(block)
             done = 0
@@ -297,7 +296,7 @@ class _Tail:
                     before = bisect.bisect_left(timing, start, done)
                     yield from _detail_runs(base, block, timing[done:before], reread)
                     done = before
-                yield base + start, _line_at(block, start)
+                yield _line_at(block, start)
             if done < len(timing):
                 yield from _detail_runs(base, block, timing[done:], reread)
 
@@ -353,40 +352,33 @@ class LogFollower:
         self._lazy = lazy and skip_inert and details
 
     def read(self, final: bool, limit: int | None = None) -> Iterator[_Keyed]:
-        if self._lazy:
-            return self._read_lazy(final)
         skip, details = self._skip_inert, self._details
-        lines = self._tail.event_lines(final, details) if skip else self._tail.lines(final, limit)
-        return (keyed for raw in lines if (keyed := self._keyed(raw, skip, details, None)) is not None)
-
-    def _read_lazy(self, final: bool) -> Iterator[_Keyed]:
-        """read() leaving the details unparsed (DetailLines, DetailLine): Partition parses them when looked at."""
-        reread = functools.partial(_read_range, self._tail.path)
-        for item in self._tail.lazy_event_lines(final, reread):
-            if isinstance(item, ev.DetailLines):  # unstamped: placed where the line before it was
-                yield self._key, item
+        lines: Iterator[bytes | ev.DetailLines]
+        if self._lazy:
+            lines = self._tail.lazy_event_lines(final)
+        elif skip:
+            lines = self._tail.event_lines(final, details)
+        else:
+            lines = self._tail.lines(final, limit)
+        for raw in lines:
+            if isinstance(raw, ev.DetailLines):  # unstamped: placed where the line before it was
+                yield self._key, raw
                 continue
-            start, raw = item
-            keyed = self._keyed(raw, True, True, (start, len(raw), reread))
-            if keyed is not None:
-                yield keyed
-
-    def _keyed(self, raw: bytes, skip: bool, details: bool, kept: Kept | None) -> _Keyed | None:
-        """One line's event and its place in time (None: an inert line skipped)."""
-        if raw.startswith(b"TIMELINE,") and b"\x1b" not in raw:
-            # The bulk of the events: never inert, no colour to strip, no timestamp of its own.
-            return self._key, parse_line(raw.decode("utf-8", "replace"), Stream.UNKNOWN)
-        text = raw.decode("utf-8", "replace").rstrip("\r")
-        if skip:
-            # Colour stripped once here, not in both is_inert and parse_line (half a coloured log).
-            text = strip_ansi(text)
-            if is_inert(text, details):
-                return None
-        event = parse_line(text, Stream.UNKNOWN, kept)
-        ts = getattr(event, "ts", None)
-        if isinstance(ts, float) and ts > self._key:
-            self._key = ts
-        return self._key, event
+            if raw.startswith(b"TIMELINE,") and b"\x1b" not in raw:
+                # The bulk of the events: never inert, no colour to strip, no timestamp of its own.
+                yield self._key, parse_line(raw.decode("utf-8", "replace"), Stream.UNKNOWN)
+                continue
+            text = raw.decode("utf-8", "replace").rstrip("\r")
+            if skip:
+                # Colour stripped once here, not in both is_inert and parse_line (half a coloured log).
+                text = strip_ansi(text)
+                if is_inert(text, details):
+                    continue
+            event = parse_line(text, Stream.UNKNOWN)
+            ts = getattr(event, "ts", None)
+            if isinstance(ts, float) and ts > self._key:
+                self._key = ts
+            yield self._key, event
 
     def poll(self) -> list[ev.LogEvent]:
         return [typing.cast(ev.LogEvent, event) for _, event in self.read(final=False, limit=POLL_LOG_BYTES)]

@@ -39,7 +39,6 @@ from .events import (
     BatchSplit,
     CuzkTiming,
     DaemonStarting,
-    DetailLine,
     DetailLines,
     EngineStarted,
     FinTiming,
@@ -54,7 +53,7 @@ from .events import (
     SelfCheck,
     TimelineEvent,
 )
-from .logparse import SYNTH_COMPLETE, detail_events, field_from_spans
+from .logparse import timing_events
 
 __all__ = [
     "DEFAULT_MAX_JOBS",
@@ -104,28 +103,16 @@ class Partition:
     gpu_ms: int | None = None  # as reported by GPU_END (prove call -> finalize)
     failed: bool = False
     incomplete: bool = False  # its daemon run ended with a phase of it still open
+    gpu_timing: dict[str, int] = field(default_factory=dict)
+    fin_timing: dict[str, int] = field(default_factory=dict)
+    is_pinned: bool | None = None  # "partition synthesis complete ... is_pinned=" (pipeline.rs)
     lane_start: float | None = None  # set when it joins a worker's lane
-    _gpu: dict[str, int] = field(default_factory=dict)
-    _fin: dict[str, int] = field(default_factory=dict)
     _cuzk: dict[str, int] = field(default_factory=dict)
     _ntt: dict[str, int] = field(default_factory=dict)
-    _pinned: bool | None = None
-    # Its detail lines a post-mortem read kept unparsed (DetailLines, DetailLine): (start, length) ranges of
-    # the log and how to read them, parsed in log order on the first look at a detail.
+    # Its C++ timing lines a post-mortem read kept unparsed (DetailLines): (start, length) ranges of the
+    # log and how to read them, parsed in order on the first look at cuzk_timing or ntt_timing.
     _unread: list[tuple[int, int]] | None = None
     _reread: Callable[[int, int], bytes] | None = None
-
-    @property
-    def gpu_timing(self) -> dict[str, int]:
-        """GPU_TIMING figures (engine.rs gpu worker), later lines winning."""
-        self._read_details()
-        return self._gpu
-
-    @property
-    def fin_timing(self) -> dict[str, int]:
-        """FIN_TIMING figures (engine.rs finalizer), later lines winning."""
-        self._read_details()
-        return self._fin
 
     @property
     def cuzk_timing(self) -> dict[str, int]:
@@ -139,38 +126,20 @@ class Partition:
         self._read_details()
         return self._ntt
 
-    @property
-    def is_pinned(self) -> bool | None:
-        """Whether the pinned pool served its synthesis ("partition synthesis complete … is_pinned=", pipeline.rs)."""
-        self._read_details()
-        return self._pinned
-
-    @is_pinned.setter
-    def is_pinned(self, pinned: bool) -> None:
-        self._read_details()  # an earlier line kept unread must not win over this one
-        self._pinned = pinned
-
-    def keep_unread(self, start: int, length: int, reread: Callable[[int, int], bytes]) -> None:
-        """Remember where a detail line (or a run of them) is in the log, to parse it when looked at."""
+    def keep_unread(self, lines: DetailLines) -> None:
+        """Remember where ``lines`` are in the log, to parse them when the details are looked at."""
         if self._unread is None:
             self._unread = []
-        self._unread.append((start, length))
-        self._reread = reread
+        self._unread.append((lines.start, len(lines.text)))
+        self._reread = lines.reread
 
     def _read_details(self) -> None:
         if not self._unread or self._reread is None:
             return
         unread, self._unread = self._unread, None
         for start, length in unread:
-            for event in detail_events(self._reread(start, length)):
-                if isinstance(event, LogRecord):
-                    self._pinned = event.fields.get("is_pinned") == "true"
-                    continue
-                kind = type(event)
-                target = self._cuzk if kind is CuzkTiming else self._ntt if kind is NttTiming else None
-                if target is None:
-                    target = self._gpu if kind is GpuTiming else self._fin
-                target.update(event.values)
+            for event in timing_events(self._reread(start, length)):
+                (self._cuzk if isinstance(event, CuzkTiming) else self._ntt).update(event.values)
 
     @property
     def synth_s(self) -> float | None:
@@ -444,7 +413,7 @@ class Timeline:
         return True
 
     def _on_log_record(self, event: LogRecord) -> bool:
-        if event.message in SYNTH_COMPLETE:
+        if event.message in _SYNTH_COMPLETE:
             return self._on_synth_complete(event)
         if event.message not in _WORKER_STARTED:
             return False
@@ -457,7 +426,7 @@ class Timeline:
     def _on_synth_complete(self, event: LogRecord) -> bool:
         """``partition synthesis complete … is_pinned=`` (pipeline.rs): whether the pinned pool served it."""
         pinned = event.fields.get("is_pinned")
-        job_id = field_from_spans(event, "job_id")
+        job_id = _field_from_spans(event, "job_id")
         partition = _int(event.fields.get("partition"))
         if pinned not in ("true", "false") or job_id is None or partition is None:
             return False
@@ -809,26 +778,15 @@ class Timeline:
         each would have had (_on_cuzk_timing, _on_ntt_timing); kept unparsed when there is one."""
         p = self._single_open_gpu(event.gpu)
         if p is not None:
-            p.keep_unread(event.start, len(event.text), event.reread)
+            p.keep_unread(event)
             return True
         changed = False
-        for timing in detail_events(event.text):
+        for timing in timing_events(event.text):
             if isinstance(timing, CuzkTiming):
                 changed = self._on_cuzk_timing(timing) or changed
-            elif isinstance(timing, NttTiming):
+            else:
                 changed = self._on_ntt_timing(timing) or changed
         return changed
-
-    def _on_detail_line(self, event: DetailLine) -> bool:
-        """A GPU_TIMING / FIN_TIMING / is_pinned line kept unparsed, by its owner as the line itself would
-        find it (_on_worker_timing, _on_synth_complete)."""
-        if event.synthesis and event.job_id is None:
-            return False
-        p = self._find_partition(event.job_id, None if event.synthesis else event.worker, event.partition)
-        if p is None:
-            return False
-        p.keep_unread(event.start, event.length, event.reread)
-        return True
 
     def _single_open_gpu(self, gpu: int | None) -> Partition | None:
         """The one partition on a GPU (of ordinal ``gpu`` when known) a stderr line can belong to."""
@@ -1073,13 +1031,21 @@ _HANDLERS: Final[dict[type[Any], Callable[[Timeline, Any], bool]]] = {
     BatchMemberDelivered: Timeline._on_batch_member,
     NttTiming: Timeline._on_ntt_timing,
     DetailLines: Timeline._on_detail_lines,
-    DetailLine: Timeline._on_detail_line,
 }
 
 # engine.rs: the dispatcher's failures between dequeue and the first synthesis (no job id).
 _PARSE_FAILURES: Final = frozenset({M.C1_PARSE_FAILED, "Phase 7: C1 parse task panicked", M.SNAP_PARSE_FAILED})
+_SYNTH_COMPLETE: Final = frozenset({M.PARTITION_SYNTH_COMPLETE, M.SNAP_PARTITION_SYNTH_COMPLETE})
 # engine.rs start(): each GPU worker's first line, with its worker_id and gpu (ordinal).
 _WORKER_STARTED: Final = frozenset({M.PIPELINE_WORKER_STARTED, M.MONO_WORKER_STARTED})
+
+
+def _field_from_spans(record: LogRecord, key: str) -> str | None:
+    for span in reversed(record.spans):
+        value = span.fields.get(key)
+        if value is not None:
+            return value
+    return record.fields.get(key)
 
 
 def _int(text: str | None) -> int | None:
