@@ -221,26 +221,30 @@ class _Grid:
 
     def row(self, r: int, label: str, marked: dict[int, int]) -> Row:
         """Cell row ``r`` as runs: the label, then each cell's dots, scatter marker or mark."""
-        start = r * self.columns
-        bits = self.bits[start : start + self.columns]
-        owners = self.owners[start : start + self.columns]
+        columns = self.columns
+        start = r * columns
+        bits = self.bits[start : start + columns]
+        glyphs = [(cell - start, glyph) for cell, glyph in self.glyphs.items() if start <= cell < start + columns]
+        if not marked and not glyphs and not any(bits):
+            return ((label + " " * columns, AXIS),)  # most rows of a chart: nothing drawn
+        owners = self.owners[start : start + columns]
         if self.plot.plain:
             markers = [s.marker for s in self.plot.series]
             chars = [markers[o] if b else " " for b, o in zip(bits, owners, strict=True)]
         else:
-            chars = [_BRAILLE[b] for b in bits]
+            chars = list(map(_BRAILLE.__getitem__, bits))
         for c, group in marked.items():
             if not bits[c]:
                 chars[c], owners[c] = _MARK_GLYPH[self.plot.plain], group
-        for cell, glyph in self.glyphs.items():
-            if start <= cell < start + self.columns:
-                chars[cell - start] = glyph
+        for c, glyph in glyphs:
+            chars[c] = glyph
+        text = "".join(chars)
+        ends = [c for c in range(1, columns) if owners[c] != owners[c - 1]]
         runs: list[Run] = [(label, AXIS)]
         begin = 0
-        for c in range(1, self.columns + 1):
-            if c == self.columns or owners[c] != owners[begin]:
-                runs.append(("".join(chars[begin:c]), owners[begin]))
-                begin = c
+        for end in (*ends, columns):
+            runs.append((text[begin:end], owners[begin]))
+            begin = end
         return _merged(runs)
 
 

@@ -64,3 +64,18 @@ async def test_a_new_peak_repaints_its_column_not_the_chart(monkeypatch: pytest.
         repainted = [region for region in asked if region is not None and region.y in plot_rows]
         assert len(repainted) == len(plot_rows) and None not in asked
         assert all(region.width <= 3 for region in repainted)  # the rise, in the new sample's column
+
+
+async def test_a_new_theme_repaints_the_chart_in_its_colours() -> None:
+    app = _ChartApp()
+    async with app.run_test(size=(80, 20)) as pilot:
+        app.theme = "textual-dark"
+        chart = app.query_one(Chart)
+        chart.show(_spec(((T0, 40.0), (T0 + 100, 42.0))))
+        await pilot.pause()
+        dark = chart.render_line(5)
+        app.theme = "textual-light"
+        await pilot.pause()
+        light = chart.render_line(5)
+        assert {s.style.bgcolor for s in light if s.style} == {chart.rich_style.bgcolor}
+        assert {s.style.bgcolor for s in dark if s.style} != {chart.rich_style.bgcolor}

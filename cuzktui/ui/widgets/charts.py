@@ -145,9 +145,20 @@ class Chart(Widget):
         self._lines: list[Runs] = []
         self._strips: list[Strip] = []
         self._legend_cache: tuple[object, list[list[tuple[str, Style]]]] = (None, [])
+        self._look: tuple[Palette, Style] | None = None  # the theme's colours and the widget's style
+
+    def _looks(self) -> tuple[Palette, Style]:
+        """The palette and base style, read once per theme: both walk the theme and the DOM."""
+        if self._look is None:
+            self._look = (Palette.for_app(self.app), self.rich_style)
+        return self._look
+
+    def _theme_changed(self) -> None:
+        self._look = None
+        self.refresh()
 
     def on_mount(self) -> None:
-        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.refresh())
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._theme_changed())
 
     @property
     def spec(self) -> ChartSpec | None:
@@ -182,24 +193,24 @@ class Chart(Widget):
 
     def _update(self) -> list[Runs]:
         """The chart's lines for the current spec, size and theme; Strips kept for lines that did not change."""
-        palette = Palette.for_app(self.app)
-        key = (self._spec, self.size, palette, self.rich_style)
+        palette, base = self._looks()
+        key = (self._spec, self.size, palette, base)
         if key == self._key:
             return self._lines
-        lines = self._draw(palette)
+        lines = self._draw(palette, base)
         width = self.size.width
         kept = dict(zip(self._lines, self._strips, strict=True))
         self._strips = [kept[line] if line in kept else Strip([Segment(*run) for run in line], width) for line in lines]
         self._key, self._lines = key, lines
         return lines
 
-    def _draw(self, palette: Palette) -> list[Runs]:
+    def _draw(self, palette: Palette, base: Style) -> list[Runs]:
         """The legend, then the plot, each line padded to the width on the widget's background (the
         theme's: else a light theme in a dark terminal shows a dark chart, its lines unreadable)."""
         spec = self._spec
         if spec is None:
             return []
-        base, width, height = self.rich_style, self.size.width, self.size.height
+        width, height = self.size
         plain = self.ascii_only or palette.no_color
         console = self.app.console
         rows = list(self._legend_rows(spec, palette, width, plain, base))
