@@ -294,8 +294,9 @@ class WaterfallRows(Sequence[Row]):
     partition in index order. Lanes: one row per GPU worker (:func:`lane_order`).
 
     Only the size of each block of rows is taken at construction, with their prefix sums; the row at
-    an index is found by bisection and built when first asked for, so a frame costs the rows it
-    shows, not the session's. A timeline that moved needs a new instance."""
+    an index is found by bisection and built when asked for (the view keeps the lines it drew, not the
+    rows), so a frame costs the rows it shows, not the session's. A timeline that moved needs a new
+    instance."""
 
     def __init__(self, model: SessionModel, *, lanes: bool, ascii_only: bool) -> None:
         self._model = model
@@ -319,7 +320,6 @@ class WaterfallRows(Sequence[Row]):
                     starts.append(starts[-1] + 1 + len(job.partitions))
         self._blocks = blocks
         self._starts = starts  # the index of each block's first row, then the row count
-        self._built: dict[int, Row] = {}
 
     def __len__(self) -> int:
         return self._starts[-1]
@@ -337,12 +337,8 @@ class WaterfallRows(Sequence[Row]):
             index += len(self)
         if not 0 <= index < len(self):
             raise IndexError(index)
-        row = self._built.get(index)
-        if row is None:
-            block = bisect_right(self._starts, index) - 1
-            row = self._build(self._blocks[block], index - self._starts[block])
-            self._built[index] = row
-        return row
+        block = bisect_right(self._starts, index) - 1
+        return self._build(self._blocks[block], index - self._starts[block])
 
     def __iter__(self) -> Iterator[Row]:
         for i in range(len(self)):
