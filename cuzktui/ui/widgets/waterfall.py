@@ -59,12 +59,17 @@ AXIS_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 144
 
 
 class _View(NamedTuple):
-    """What every line of a frame is drawn from; ``key`` says when the cached lines are stale."""
+    """What every line of a frame is drawn from, taken once a frame; ``key`` says when the cached
+    lines are stale."""
 
     key: tuple[object, ...]
     window: tuple[float, float] | None
     palette: Palette
     style: Style
+    width: int
+    label_width: int
+    now: float | None
+    plain: bool  # --ascii or NO_COLOR: glyphs instead of colours
 
 
 class _Looks(dict[tuple[str, bool], Style]):
@@ -353,9 +358,9 @@ class WaterfallView(ScrollView, can_focus=True):
     def _view(self) -> _View:
         window = self.window()
         now = timeline_now(self._model) if self._model is not None else None
-        palette, style = self._palette(), self.rich_style
-        key = (self._rows_key, window, now, self.size.width, palette, self.ascii_only, style)
-        return _View(key, window, palette, style)
+        palette, style, width = self._palette(), self.rich_style, self.size.width
+        key = (self._rows_key, window, now, width, palette, self.ascii_only, style)
+        return _View(key, window, palette, style, width, self.label_width, now, self.ascii_only or palette.no_color)
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # The view is the same for every line of a frame: taken once, not per line (the widget's
@@ -377,34 +382,30 @@ class WaterfallView(ScrollView, can_focus=True):
             if len(self._strips) > STRIPS_KEPT * max(1, self.size.height):
                 self._strips.clear()  # scrolled through many rows: keep what is on screen, not all of them
             # Painted on the theme's background, not the terminal's: a light theme in a dark terminal.
-            strip = self._line(line_key[0], view).extend_cell_length(self.size.width)
+            strip = self._line(line_key[0], view).extend_cell_length(view.width)
             strip = strip.apply_style(view.style)
             self._strips[line_key] = strip
         return strip
 
     def _line(self, row: int, view: _View) -> Strip:
-        width, window, palette = self.size.width, view.window, view.palette
+        window = view.window
         if window is None or self._model is None:
             if row < 0:
                 return Strip([RichSegment("no TIMELINE events yet", Style(dim=True))])
-            return Strip.blank(width, view.style)
+            return Strip.blank(view.width, view.style)
         if row < 0:
-            return self._axis(window, palette)
+            return self._axis(window, view)
         if row >= len(self.rows):
-            return Strip.blank(width, view.style)
-        return self._row(self.rows[row], window, palette, row == self.selected)
+            return Strip.blank(view.width, view.style)
+        return self._row(self.rows[row], window, view, row == self.selected)
 
-    def _plain(self, palette: Palette) -> bool:
-        return self.ascii_only or palette.no_color
-
-    def _label(self, text: str, style: Style) -> list[RichSegment]:
-        width = self.label_width
+    def _label(self, text: str, style: Style, width: int) -> list[RichSegment]:
         label = text if len(text) < width else text[: width - 2] + ("~" if self.ascii_only else "…")
         return [RichSegment(label.ljust(width - 1) + " ", style)]
 
-    def _axis(self, window: tuple[float, float], palette: Palette) -> Strip:
+    def _axis(self, window: tuple[float, float], view: _View) -> Strip:
         start, end = window
-        columns = self.size.width - self.label_width
+        columns = view.width - view.label_width
         spc = (end - start) / max(1, columns)
         origin = session_origin(self._model.timeline, start) if self._model is not None else start
         step = next((s for s in AXIS_STEPS if s >= spc * 12), AXIS_STEPS[-1])
@@ -414,19 +415,19 @@ class WaterfallView(ScrollView, can_focus=True):
         while t <= end:
             column = int((t - start) / spc)
             if 0 <= column < columns:
-                label = ("|" if self._plain(palette) else "╵") + format_duration(t - origin)
+                label = ("|" if view.plain else "╵") + format_duration(t - origin)
                 for i, ch in enumerate(label):
                     if column + i < columns:
                         cells[column + i] = ch
             t += step
         mode = "lanes" if self.lanes else "partitions"
         follow = "live" if self.follow else "paused"
-        head = self._label(f"{mode} ({follow})", Style(bold=True))
-        return Strip([*head, RichSegment("".join(cells), Style(dim=True))], self.size.width)
+        head = self._label(f"{mode} ({follow})", Style(bold=True), view.label_width)
+        return Strip([*head, RichSegment("".join(cells), Style(dim=True))], view.width)
 
-    def _row(self, row: Row, window: tuple[float, float], palette: Palette, selected: bool) -> Strip:
+    def _row(self, row: Row, window: tuple[float, float], view: _View, selected: bool) -> Strip:
         assert self._model is not None
-        timeline = self._model.timeline
+        timeline, palette, width = self._model.timeline, view.palette, view.width
         label_style = Style(reverse=True) if selected else Style()
         if row.kind == "segment":
             # Only a failed run's separator is coloured as a failure (and drawn heavy): a hand-over or an
@@ -434,7 +435,7 @@ class WaterfallView(ScrollView, can_focus=True):
             style = palette.fg("restart", bold=True) if row.failure else Style(dim=True, bold=True)
             fill = ("=" if row.failure else "-") if self.ascii_only else ("━" if row.failure else "─")
             text = f" {row.label} "
-            return Strip([RichSegment((fill * 2 + text).ljust(self.size.width, fill), style)], self.size.width)
+            return Strip([RichSegment((fill * 2 + text).ljust(width, fill), style)], width)
         if row.kind == "job":
             assert row.job is not None
             job = row.job
@@ -445,28 +446,28 @@ class WaterfallView(ScrollView, can_focus=True):
             killed = ending is not None and ending.startswith("killed")
             mark = (marks if self.ascii_only else glyphs)["failed" if killed else job.status]
             lost = " (lost in the GPU queue)" if job.overtaken_by else ""
-            head = self._label(f"{mark} {row.label}{lost}", Style(bold=True))
-            stop = timeline.open_end(job, timeline_now(self._model))
+            head = self._label(f"{mark} {row.label}{lost}", Style(bold=True), view.label_width)
+            stop = timeline.open_end(job, view.now)
             start = job.first_start if job.first_start is not None else job.first_time
             spans = [(start, stop, "job")] if start is not None else []
             # Before its first synthesis a job waits in the scheduler, then for the memory budget.
             for a, b in ((job.enqueued_at, job.dequeued_at), (job.dispatched_at, job.first_start)):
                 if a is not None:
                     spans.insert(0, (a, b if b is not None else stop, "wait"))
-            bar = Strip(self._bar(spans, window, palette, job_row=True))
+            bar = Strip(self._bar(spans, window, view, job_row=True))
             if ending is not None:
                 bar = self._after(bar, stop, window, ending, palette.fg("phase-failed") if killed else Style(dim=True))
-            return Strip([*head, *bar], self.size.width)
+            return Strip([*head, *bar], width)
+        label = self._label(row.label, label_style, view.label_width)
         if row.kind == "partition":
             assert row.partition is not None and row.job is not None
-            intervals = phase_intervals(row.partition, timeline.open_end(row.partition, timeline_now(self._model)))
-            return Strip(self._label(row.label, label_style) + self._bar(intervals, window, palette), self.size.width)
+            intervals = phase_intervals(row.partition, timeline.open_end(row.partition, view.now))
+            return Strip(label + self._bar(intervals, window, view), width)
         assert row.worker is not None
         if self._holds is None or self._holds.key != LaneHolds.key_of(self._model):
             self._holds = LaneHolds(self._model)
         lanes = self._holds.holds(row.worker, *window)
-        cells = self._lane(lanes, window, palette, timeline_now(self._model))
-        return Strip(self._label(row.label, label_style) + cells, self.size.width)
+        return Strip(label + self._lane(lanes, window, view), width)
 
     def _after(self, bar: Strip, t: float, window: tuple[float, float], text: str, style: Style) -> Strip:
         """``bar`` with ``text`` written just right of time ``t``, when it fits before the right edge."""
@@ -483,17 +484,18 @@ class WaterfallView(ScrollView, can_focus=True):
         self,
         intervals: Sequence[tuple[float, float, str]],
         window: tuple[float, float],
-        palette: Palette,
+        view: _View,
         job_row: bool = False,
     ) -> list[RichSegment]:
         """A partition's phases, or a job's waits and run (``job_row``): per column, the interval covering
         most of it (column_owners; a partition keeps a cell for every phase)."""
-        columns, spc, plain = self._geometry(window, palette)
+        columns, spc = self._geometry(window, view)
+        palette, plain = view.palette, view.plain
         # The same bar in the same view draws the same: a poll that moved the timeline redraws the
         # few rows whose intervals changed, not every row on screen.
-        view = (window, columns, palette, plain)
-        if view != self._bars_view or len(self._bars) > STRIPS_KEPT * max(1, self.size.height):
-            self._bars_view = view
+        drawn_in = (window, columns, palette, plain)
+        if drawn_in != self._bars_view or len(self._bars) > STRIPS_KEPT * max(1, self.size.height):
+            self._bars_view = drawn_in
             self._bars.clear()
         bar = (tuple(intervals), job_row)
         known = self._bars.get(bar)
@@ -521,12 +523,12 @@ class WaterfallView(ScrollView, can_focus=True):
         self,
         holds: Sequence[tuple[float, float, LaneEntry]],
         window: tuple[float, float],
-        palette: Palette,
-        now: float | None,
+        view: _View,
     ) -> list[RichSegment]:
         """A worker's lane: per column, the hold covering most of it, named inside its bar where the
         name fits; the columns before ``now`` that no hold covers are idle (dotted), the future blank."""
-        columns, spc, plain = self._geometry(window, palette)
+        columns, spc = self._geometry(window, view)
+        palette, plain, now = view.palette, view.plain, view.now
         start, end = window
         idle = ("." if plain else "·", palette.fg("lane-idle"))
         looks = _Looks(palette, plain)
@@ -555,10 +557,11 @@ class WaterfallView(ScrollView, can_focus=True):
             pieces.append((ch, looks[variable, dark]))
         return _joined(pieces)
 
-    def _geometry(self, window: tuple[float, float], palette: Palette) -> tuple[int, float, bool]:
-        """(bar columns, seconds per column, plain) of a row's bar area."""
-        columns = max(0, self.size.width - self.label_width)
-        return columns, (window[1] - window[0]) / max(1, columns), self._plain(palette)
+    @staticmethod
+    def _geometry(window: tuple[float, float], view: _View) -> tuple[int, float]:
+        """(bar columns, seconds per column) of a row's bar area."""
+        columns = max(0, view.width - view.label_width)
+        return columns, (window[1] - window[0]) / max(1, columns)
 
     def on_resize(self) -> None:
         self.virtual_size = Size(self.size.width, len(self.rows) + 1)
