@@ -31,6 +31,7 @@ from ingest import LINES_PER_JOB, synthetic_log
 from tui_output import (
     BTOP_BYTES_PER_S,
     BTOP_CPU_PCT,
+    CATCH_UP_MAX_S,
     STEADY_GAP_S,
     child,
     measure_flood,
@@ -210,6 +211,14 @@ def measure_flooded(rate: int, seconds: float) -> list[Row]:
             None,
             "<= 200 MB",
             flood.rss_peak_mb <= 200,
+        ),
+        Row(
+            f"{rate:,} lines/s for {seconds:g} s: read to its end",
+            f"not in {CATCH_UP_MAX_S:.0f} s" if flood.caught_up_s is None else f"{flood.caught_up_s:.0f} s after it",
+            "-",
+            None,
+            "catches up, says so",
+            flood.caught_up_s is not None,
         ),
     ]
 

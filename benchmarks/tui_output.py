@@ -156,13 +156,21 @@ TOGGLE_KEY, VIEW_MARKS = b"l", (b"lanes (", b"partitions (")
 KEY_TIMEOUT_S = 5.0
 
 
+# How long the app may take to read what a flood wrote faster than it could (live.py INGEST_SLICE_BYTES).
+CATCH_UP_MAX_S = 180.0
+# The notice the live controller records in its session once it has read the log to its end after
+# falling behind (live.py LiveController._say_backlog).
+CAUGHT_UP = b"caught up with the daemon's log"
+
+
 @dataclass
 class Flood:
     quiet_latency_s: float  # the key answered before the flood
-    latencies_s: list[float]  # the key answered during the flood, about twice a second
+    latencies_s: list[float]  # the key answered during the flood and while the app catches up, ~twice a second
     rss_start_mb: float
-    rss_peak_mb: float
-    rss_end_mb: float  # after the flood and a few seconds to catch up
+    rss_peak_mb: float  # until it has caught up
+    rss_end_mb: float  # once it has caught up (or CATCH_UP_MAX_S after the flood)
+    caught_up_s: float | None  # after the flood ended, when the session says the app has read it all
 
 
 def _flood(path: Path, lines: list[str], rate: int) -> None:
@@ -201,7 +209,8 @@ def _press(fd: int, key: bytes, mark: bytes) -> float:
 def measure_flood(rate: int, seconds: float, size: tuple[int, int] = (120, 40)) -> Flood:
     """``cuzk-tui attach`` following a log that a daemon floods at ``rate`` lines/s for ``seconds``
     (the lines of ingest.synthetic_log), on the waterfall: how fast it answers a key while the log
-    floods (the quiet figure is the same key just before), and the app's RSS.
+    floods and until the app has read all of it (the quiet figure is the same key just before), how
+    long after the flood that was, and the app's RSS.
 
     Nothing listens at the attached address (the dashboard says the daemon is not answering): the
     log is all there is, which is the point."""
@@ -232,20 +241,23 @@ def measure_flood(rate: int, seconds: float, size: tuple[int, int] = (120, 40)) 
             finally:
                 os._exit(0)
         latencies: list[float] = []
+        events = Path(tmp) / "session" / "events.jsonl"
         flood_end = time.monotonic() + seconds
-        while time.monotonic() < flood_end:
+        caught_up: float | None = None
+        # During the flood, then until the app has read what it wrote (it says so in its session).
+        while (now := time.monotonic()) < flood_end or now < flood_end + CATCH_UP_MAX_S:
+            if now >= flood_end and CAUGHT_UP in events.read_bytes():
+                caught_up = now - flood_end
+                break
             for mark in VIEW_MARKS:
                 latencies.append(_press(fd, TOGGLE_KEY, mark))
                 rss.append(process.memory_info().rss)
                 _drain(fd, 0.2)
         os.waitpid(flooder, 0)
-        for _ in range(15):  # the app catches up
-            _drain(fd, 0.2)
-            rss.append(process.memory_info().rss)
         end_rss = process.memory_info().rss
         stop(pid, fd)
     mb = 1 << 20
-    return Flood(quiet, latencies, rss[0] / mb, max(rss) / mb, end_rss / mb)
+    return Flood(quiet, latencies, rss[0] / mb, max(rss) / mb, end_rss / mb, caught_up)
 
 
 def run_btop() -> None:

@@ -170,6 +170,11 @@ class Controller(Protocol):
         """Fold new events into the model; True when the model changed. Called about once a second."""
         ...
 
+    def log_backlog(self) -> int:
+        """Bytes of the daemon's log written but not read yet (a live poll catching up on a flood); 0 when
+        none. The app polls again at once while it is not 0, and says it on the status line."""
+        ...
+
     def config_values(self) -> dict[str, Any]:
         """The running config's effective knob values, keyed "section.key"."""
         ...
@@ -301,6 +306,9 @@ class ReadOnlyControls:
 
     def tune_snapshot(self) -> TuneSnapshot | None:
         return None
+
+    def log_backlog(self) -> int:
+        return 0
 
     async def stop_daemon(self) -> None:
         return None

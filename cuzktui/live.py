@@ -83,13 +83,25 @@ from .tune import (
     trial_line,
     trial_row,
 )
-from .units import GiB, UnitError, parse_duration
+from .units import GiB, UnitError, format_size, parse_duration
 
 DRAIN_TIMEOUT_S = 600.0
-# A poll folds a flooding daemon's new lines (up to session.POLL_LOG_BYTES, ~50,000 lines) into the
-# model on the UI's event loop: in batches of this many events, yielding between them, so the UI
-# answers keys while a flood is folded in (at ~10 µs an event, a batch is ~10 ms).
-APPLY_BATCH = 1000
+# A daemon flooding its log must not starve the UI (issue 11). A poll reads the new log in slices of
+# INGEST_SLICE_BYTES (~90 lines), parses and folds them into the model on the UI's event loop for
+# INGEST_WORK_S, then pauses as long as that work took: the UI keeps about half of the loop, and a key
+# waits for at most one stretch of work. Measured alternatives: parsing in a thread makes every GIL
+# hand-off of the loop (each select) wait for the switch interval, which multiplied a key's cost
+# several times; a parsing process would hand over events whose unpickling costs the loop as much as
+# parsing them. The file is the only buffer: a poll reads no more than it folds in, so a flood it cannot
+# keep up with waits on disk (memory stays bounded, no line is dropped) and is caught up on afterwards,
+# said on the status line (log_backlog) and in notices.
+INGEST_SLICE_BYTES = 16 << 10
+INGEST_WORK_S = 0.008  # longer: keys wait longer; shorter: more of the time goes to the pauses' timers
+# A poll that is behind returns after this long so the screens are redrawn (as often as when it is not
+# behind: the app's poll interval); the app polls again at once.
+POLL_BUDGET_S = 1.0
+# Behind by more than this many bytes of log at the end of a poll is said in a notice (with its end).
+BEHIND_NOTICE_BYTES = 1 << 20
 
 
 def _partition_phase(p: Partition) -> str:
@@ -259,6 +271,7 @@ class LiveController(LocalQueries):
         self.exporter: MetricsExporter | None = None
         self._tune: _TuneRun | None = None
         self._closing = False  # shutdown: a search that ends now does not relaunch the daemon
+        self._behind_since: tuple[float, int] | None = None  # (when, lines read then) while behind the log
 
     # -- identity ------------------------------------------------------------------------
 
@@ -511,15 +524,58 @@ class LiveController(LocalQueries):
             if run.running == running:
                 run.figures = figures
         async with self._poll_lock:  # the app's poll and a drain's both read the follower
-            events = await asyncio.to_thread(self._follower.poll)
-            changed = False
-            for first in range(0, len(events), APPLY_BATCH):
-                if first:
-                    await asyncio.sleep(0)  # a key pressed meanwhile is answered between batches
-                changed = self.model.apply_all(events[first : first + APPLY_BATCH]) or changed
+            changed = await self._ingest(self._follower)
             if self.exporter is not None:
                 self.exporter.refresh(self.model)
             return changed
+
+    async def _ingest(self, follower: SessionFollower) -> bool:
+        """Fold the new events into the model, slice by slice (see INGEST_SLICE_BYTES), until the log is
+        read to its end or POLL_BUDGET_S is spent; True when the model changed."""
+        changed = False
+        deadline = time.monotonic() + POLL_BUDGET_S
+        while True:
+            started = time.monotonic()
+            while True:
+                changed = self.model.apply_all(list(follower.iter_new(log_limit=INGEST_SLICE_BYTES))) or changed
+                now, backlog = time.monotonic(), self.log_backlog()
+                if not backlog or now - started >= INGEST_WORK_S:
+                    break
+            if not backlog or now >= deadline:
+                break
+            await asyncio.sleep(now - started)  # the UI's half of the loop
+        self._say_backlog(follower, backlog)
+        return changed
+
+    def log_backlog(self) -> int:
+        """Bytes of the daemon's log written but not read yet: a flood being caught up on."""
+        follower = self._follower
+        if follower is None:
+            return 0
+        try:
+            size = os.stat(follower.log.path).st_size
+        except OSError:
+            return 0
+        return max(0, size - follower.log.offset)
+
+    def _say_backlog(self, follower: SessionFollower, backlog: int) -> None:
+        """A notice when the reading falls behind the log by BEHIND_NOTICE_BYTES, and one when it has
+        caught up (how much it read meanwhile): no line is skipped, they are read late."""
+        if self._behind_since is None and backlog > BEHIND_NOTICE_BYTES:
+            self._behind_since = (time.monotonic(), follower.log.lines)
+            self._notice(
+                "warning",
+                f"the daemon's log grows faster than it is read: {format_size(backlog)} behind; "
+                "catching up (no line is skipped, the screens show them late)",
+            )
+        elif self._behind_since is not None and not backlog:
+            since, lines = self._behind_since
+            self._behind_since = None
+            self._notice(
+                "info",
+                f"caught up with the daemon's log: {follower.log.lines - lines:,} lines read in "
+                f"{time.monotonic() - since:.0f} s while behind",
+            )
 
     def config_path(self) -> Path | None:
         if self.options.config_file is not None:

@@ -244,7 +244,10 @@ class _Tail:
             return
         taken = 0
         try:
-            while (limit is None or taken < limit) and (chunk := os.pread(fd, _READ_CHUNK, self._offset)):
+            # A small limit reads no more than asked: a live poll reads a flood in slices (live.py).
+            while (size := _READ_CHUNK if limit is None else min(_READ_CHUNK, limit - taken)) > 0 and (
+                chunk := os.pread(fd, size, self._offset)
+            ):
                 base = self._offset - len(self._partial)
                 self._offset += len(chunk)
                 taken += len(chunk)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 from pathlib import Path
 
@@ -210,28 +211,87 @@ async def test_a_config_without_listen_is_served_on_a_private_socket_and_left_un
     assert config.read_text() == text
 
 
-async def test_a_flood_of_log_lines_ends_whole_in_the_model_and_the_poll_lets_others_run(
+_STARTED = "2026-05-01T07:00:00.000000Z  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true\n"
+
+
+def _flood_log(path: Path, jobs: int) -> int:
+    """A daemon log that grew by ``jobs`` TIMELINE lines (a job each, all of one length) since the last
+    poll; the length of those lines."""
+    lines = [f"TIMELINE,{n:06d},SYNTH_START,porep-1000-{n:06d},partition=0\n" for n in range(jobs)]
+    path.write_text(_STARTED + "".join(lines), encoding="utf-8")
+    return len(lines[0])
+
+
+def _attached(tmp_path: Path, log: Path) -> LiveController:
+    target = AttachTarget(f"unix://{tmp_path}/nothing.sock", log_path=str(log))
+    return LiveController(LiveOptions(program=None, attach=target, session_dir=tmp_path / "s"))
+
+
+async def test_a_flood_of_log_lines_ends_whole_in_the_model_read_and_folded_a_slice_at_a_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An attached daemon's log that grew by many lines between polls: every line reaches the model,
-    and the event loop runs other work (a key) while a poll folds them in, not only after it."""
-    monkeypatch.setattr(live_module, "APPLY_BATCH", 100)
+    """Every line of a flood reaches the model; between two slices of it the event loop runs other work
+    (a key), each slice folds in at most INGEST_SLICE_BYTES of lines, and the log is read no further
+    than what was folded in (the file is the buffer: memory does not grow with the flood)."""
+    slice_bytes = 4096
+    monkeypatch.setattr(live_module, "INGEST_SLICE_BYTES", slice_bytes)
+    monkeypatch.setattr(live_module, "INGEST_WORK_S", 0.0)  # a pause after every slice
     log = tmp_path / "daemon.log"
-    jobs = 500
-    started = "2026-05-01T07:00:00.000000Z  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true\n"
-    lines = [f"TIMELINE,{n},SYNTH_START,porep-1000-{n},partition=0\n" for n in range(jobs)]
-    log.write_text(started + "".join(lines), encoding="utf-8")
-    target = AttachTarget(f"unix://{tmp_path}/nothing.sock", log_path=str(log))
-    controller = LiveController(LiveOptions(program=None, attach=target, session_dir=tmp_path / "s"))
+    jobs = 600
+    length = _flood_log(log, jobs)
+    controller = _attached(tmp_path, log)
     await controller.start()
     try:
-        seen_mid_poll: list[int] = []
-        poll = asyncio.create_task(controller.poll())
-        while not poll.done():
-            seen_mid_poll.append(len(controller.model.timeline.jobs()))
-            await asyncio.sleep(0)
-        await poll
+        seen: list[tuple[int, int]] = []  # (jobs in the model, bytes of the log read), each time others ran
+        while True:
+            poll = asyncio.create_task(controller.poll())
+            while not poll.done():
+                seen.append((len(controller.model.timeline.jobs()), log.stat().st_size - controller.log_backlog()))
+                await asyncio.sleep(0)
+            await poll
+            if not controller.log_backlog():
+                break
         assert len(controller.model.timeline.jobs()) == jobs
-        assert any(0 < n < jobs for n in seen_mid_poll)  # the loop ran between two batches of one poll
+        counts = [n for n, _read in seen]
+        assert len(set(counts)) > (jobs * length) // slice_bytes  # others ran between every two slices
+        assert max(b - a for a, b in itertools.pairwise(counts)) <= slice_bytes // length + 1
+        for folded, read in seen:  # read ahead of the model: at most the rest of a line
+            assert read - len(_STARTED) - folded * length < length
+    finally:
+        await controller.shutdown(stop_daemon=False)
+
+
+async def test_falling_behind_a_flood_is_said_and_so_is_catching_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A poll that cannot read the whole flood leaves the rest on disk (log_backlog says how much) and a
+    notice says the reading is behind; the poll that reads the last line says it caught up, and how many
+    lines it read meanwhile."""
+    slice_bytes = 4096
+    monkeypatch.setattr(live_module, "INGEST_SLICE_BYTES", slice_bytes)
+    monkeypatch.setattr(live_module, "INGEST_WORK_S", 0.0)
+    monkeypatch.setattr(live_module, "POLL_BUDGET_S", 0.0)  # one slice a poll
+    monkeypatch.setattr(live_module, "BEHIND_NOTICE_BYTES", 1024)
+    log = tmp_path / "daemon.log"
+    jobs = 500
+    _flood_log(log, jobs)
+    controller = _attached(tmp_path, log)
+    await controller.start()
+    try:
+        await controller.poll()
+        size = log.stat().st_size
+        assert controller.log_backlog() == size - slice_bytes
+        polls = 1
+        while controller.log_backlog():
+            await controller.poll()
+            polls += 1
+        assert polls == -(-size // slice_bytes)
+        await controller.poll()  # the notices the last polls recorded in the session
+        assert len(controller.model.timeline.jobs()) == jobs
+        behind = [n for n in _notices(controller) if n.startswith("the daemon's log grows faster than it is read")]
+        caught_up = [n for n in _notices(controller) if n.startswith("caught up with the daemon's log")]
+        read_late = jobs + 1 - log.read_bytes()[:slice_bytes].count(b"\n")
+        assert len(behind) == 1 and "no line is skipped" in behind[0]
+        assert len(caught_up) == 1 and f" {read_late:,} lines read in " in caught_up[0]
     finally:
         await controller.shutdown(stop_daemon=False)

@@ -30,6 +30,7 @@ from textual.widgets import Input
 
 from ..controller import Controller, PollBackoff
 from ..figures import status_line
+from ..units import format_size
 from .messages import ApplyRecommended, KnobEdits, OpenReplay
 from .modals import ConfirmModal, HelpScreen, QuitScreen
 from .screens.bench import BenchScreen
@@ -53,6 +54,9 @@ SCREENS: tuple[tuple[str, str, str, Callable[[Controller], Screen[Any]]], ...] =
     ("sessions", "7", "Sessions", SessionsScreen),
     ("tune", "8", "Tune", TuneScreen),
 )
+
+# Textual's timer divides by its interval: "at once" is this short a delay.
+CATCH_UP_DELAY_S = 0.001
 
 REPLAY_SPEEDS = (0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
 
@@ -174,7 +178,9 @@ class CuzkApp(App[None]):
             if recovered is not None:
                 self.notify(recovered, title="Controller")
         self.refresh_visible()
-        self._poll_timer = self.set_timer(self._backoff.delay(), self._poll_tick)
+        # Behind a flooding log: the next poll goes on with it at once (each poll leaves the UI half the loop).
+        delay = CATCH_UP_DELAY_S if self.controller.log_backlog() else self._backoff.delay()
+        self._poll_timer = self.set_timer(delay, self._poll_tick)
 
     @work(exclusive=True, group="controller")
     async def _poll_tick(self) -> None:
@@ -197,7 +203,11 @@ class CuzkApp(App[None]):
                 self.notify(f"{type(screen).__name__}: {exc}", severity="error")
         tune = self.controller.tune_snapshot()
         tuning = tune is not None and tune.state == "running"
-        self.sub_title = status_line(model, self.controller.clock, self.controller.bench_running(), tuning)
+        status = status_line(model, self.controller.clock, self.controller.bench_running(), tuning)
+        backlog = self.controller.log_backlog()
+        if backlog:
+            status += f" · catching up on the log: {format_size(backlog)} unread"
+        self.sub_title = status
 
     # -- actions -------------------------------------------------------------------------------
 

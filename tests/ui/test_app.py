@@ -161,6 +161,41 @@ async def test_the_poll_never_overlaps_itself() -> None:
             await pilot.pause(0.02)
 
 
+async def test_behind_a_flooding_log_the_app_polls_again_at_once_and_says_so() -> None:
+    """While the controller has log left to read, the next poll comes at once (not a poll interval
+    later) and the status line says how much is unread; once caught up, polls wait again."""
+    release = asyncio.Event()
+    mib = 1 << 20
+
+    class Behind(FakeController):
+        backlog = 3 * mib
+
+        def log_backlog(self) -> int:
+            return self.backlog
+
+        async def poll(self) -> bool:
+            self.polls += 1
+            if self.polls == 2:
+                await release.wait()
+            self.backlog -= mib
+            return True
+
+    fake = Behind(build_model([]))
+    app = make_app(fake)  # a poll interval of 1000 s: only the backlog brings the next poll
+    async with app.run_test() as pilot:
+        deadline = asyncio.get_running_loop().time() + 30
+        while fake.polls < 2 and asyncio.get_running_loop().time() < deadline:
+            await pilot.pause()
+        assert fake.polls == 2
+        assert app.sub_title.endswith(" · catching up on the log: 2 MiB unread")
+        release.set()
+        while fake.backlog and asyncio.get_running_loop().time() < deadline:
+            await pilot.pause()
+        for _ in range(5):
+            await pilot.pause()
+        assert fake.polls == 3 and "catching up" not in app.sub_title
+
+
 async def test_the_palette_offers_every_bound_action(events: list[Timed]) -> None:
     app = make_app(FakeController(build_model(events)))
     async with app.run_test() as pilot:
