@@ -537,13 +537,18 @@ class LiveController(LocalQueries):
         while True:
             started = time.monotonic()
             while True:
-                changed = self.model.apply_all(list(follower.iter_new(log_limit=INGEST_SLICE_BYTES))) or changed
+                # Held back: what a later slice's lines could precede, so that the slices merge the log and
+                # events.jsonl as one whole read would (the screens never see an event before its past).
+                slice_ = follower.iter_keyed(log_limit=INGEST_SLICE_BYTES, hold=True)
+                changed = self.model.apply_all([event for _, event in slice_]) or changed
                 now, backlog = time.monotonic(), self.log_backlog()
                 if not backlog or now - started >= INGEST_WORK_S:
                     break
             if not backlog or now >= deadline:
                 break
             await asyncio.sleep(now - started)  # the UI's half of the loop
+        # The poll's end lets go of what is held, as a poll that reads everything at once did.
+        changed = self.model.apply_all([event for _, event in follower.iter_keyed(log_limit=0)]) or changed
         self._say_backlog(follower, backlog)
         return changed
 
