@@ -146,8 +146,11 @@ def column_owners(
     counts = Counter(o for o in owners if o is not None)
     neighbours: _Neighbours | None = None  # built when a span that won no column looks for one
     # No empty column and no span with a cell to spare: a span that won none stays hidden (every
-    # hold of a dense lane fitted to the width), no need to look for one.
-    stuck = None not in owners and all(n <= 1 for n in counts.values())
+    # hold of a dense lane fitted to the width), no need to look for one. Both counted as cells change
+    # hands, not looked for after each.
+    empty = owners.count(None)
+    spare = sum(1 for n in counts.values() if n > 1)
+    stuck = not empty and not spare
     i = 0
     while i < len(spans) and not stuck:
         s, e, _ = spans[i]
@@ -164,12 +167,16 @@ def column_owners(
             column = min(shared, key=lambda c: abs(c - middle)) if shared else None
         if column is not None:
             taken = owners[column]
-            if taken is not None:
+            if taken is None:
+                empty -= 1
+            else:
                 counts[taken] -= 1
+                if counts[taken] == 1:  # it had one to spare, no more
+                    spare -= 1
             owners[column] = i
             counts[i] = 1
             neighbours = None
-            stuck = None not in owners and all(n <= 1 for n in counts.values())
+            stuck = not empty and not spare
         elif neighbours.ordered:
             # Every span up to the next owner has these same two neighbours, so no more room: a fitted
             # lane has ~50 holds a column, and looking for room for each of them cost a frame.
