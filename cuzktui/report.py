@@ -149,6 +149,7 @@ def build_report(model: SessionModel, source: str, time_scale: float | None = No
     counts = Counter(entry["status"] for entry in entries)
     partitions = [p for job in jobs for p in job.partitions.values()]
     warnings = Counter(f"{r.level} {r.message}" for r in model.warnings)
+    start_error = model.daemon.start_error
     return {
         "source": source,
         "engine_time": engine,
@@ -170,6 +171,8 @@ def build_report(model: SessionModel, source: str, time_scale: float | None = No
             {"t": e.t, "cause": e.cause, "returncode": e.returncode, "signal": e.signal, "evidence": list(e.evidence)}
             for _, e in model.exits
         ],
+        # The session's last launch or attach that failed, unless a later one served (model.DaemonState).
+        "start_failed": None if start_error is None else {"t": start_error.t, "text": start_error.text},
         "evictions": [{"t": t, "what": e.what, "srs": e.srs, "freed_gib": e.freed_gib} for t, e in model.evictions],
         "budget_stalls": [
             {"t": s.ts, "amount_gib": s.amount_gib, "total_gib": s.total_gib} for s in model.budget_stalls
@@ -204,6 +207,8 @@ def render_text(report: dict[str, Any]) -> str:
     for exit_event in report["exits"]:
         evidence = "; ".join(exit_event["evidence"])
         lines.append(f"daemon exit: {exit_event['cause']}" + (f" ({evidence})" if evidence else ""))
+    if report["start_failed"] is not None:
+        lines.append(f"daemon not started: {report['start_failed']['text']}")
     lines.append("")
     lines.append(f"{'phase':<16}{'n':>6}{'median':>12}{'p95':>12}")
     for name, fig in report["phases"].items():

@@ -418,6 +418,17 @@ def test_export_report_and_replay_agree_on_an_oom_killed_session(tmp_path: Path)
     assert any(n.startswith("job porep-done") and n.endswith("completed") for n in names)
 
 
+def test_a_session_whose_daemon_never_started_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    session = SessionWriter(tmp_path / "session")
+    why = "the daemon binary /opt/cuzk/bin/cuzk-daemon does not exist: nothing was launched"
+    session.append_event(ev.StartFailed(1777618799.0, why))
+    session.close()
+    assert main(["report", str(session.path)]) == 0
+    assert f"daemon not started: {why}" in capsys.readouterr().out.splitlines()
+    assert main(["report", str(session.path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["start_failed"] == {"t": 1777618799.0, "text": why}
+
+
 def test_each_gpu_workers_gpu_is_named(tmp_path: Path) -> None:
     # engine.rs start(): worker 0 is on GPU 1 (gpus.devices = [1]); the report says so per worker.
     started = human(1.0, "pipeline GPU worker started", worker_id=0, gpu=1, sub_id=0)
