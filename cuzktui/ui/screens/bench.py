@@ -15,7 +15,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Label, ProgressBar, Select, Static
+from textual.widgets import DataTable, Input, Label, ProgressBar, Select, Static
 
 from ... import events as ev
 from ...controller import BenchRequest, Controller
@@ -24,7 +24,7 @@ from ...figures import clock_label
 from ...model import BenchState
 from ...proofinputs import DEFAULT_MINER, InputError, RequestParams, parse_hex32
 from ..theme import Palette
-from ..widgets.header import follow_width, screen_header
+from ..widgets.header import KeysFooter, follow_width, screen_header
 
 # Σ: the daemon sums synthesis_ms and gpu_compute_ms over a proof's partitions (engine.rs,
 # process_partition_result), so they can exceed the proof's wall time.
@@ -219,7 +219,7 @@ class BenchScreen(Screen[None]):
         # A fixed width lets a restart's long explanation wrap onto more lines of its row.
         table.add_column(COLUMNS[-1], width=NOTE_WIDTH)
         yield table
-        yield Footer()
+        yield KeysFooter()
 
     def on_resize(self, event: events.Resize) -> None:
         narrow = follow_width(self, event.size.width)

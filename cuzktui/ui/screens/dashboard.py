@@ -14,13 +14,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from ...controller import Controller
 from ...model import GpuState, SessionModel
 from ...units import GiB, format_size
 from ..widgets.charts import Chart, ChartSpec, Line, Marks, stepped_length
-from ..widgets.header import screen_header
+from ..widgets.header import KeysFooter, screen_header
 from ..widgets.notices import NoticesList
 from ..widgets.panels import (
     Panel,
@@ -122,7 +122,7 @@ class DashboardScreen(Screen[None]):
         with Horizontal(id="dash-bottom"):
             yield NoticesList(id="notices")
             yield Panel(id="hints")
-        yield Footer()
+        yield KeysFooter()
 
     def refresh_from_model(self) -> None:
         """Called by the app after a poll that moved the model, while this screen is visible."""

@@ -22,7 +22,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.markup import escape
 from textual.screen import Screen
 from textual.suggester import SuggestFromList
-from textual.widgets import Collapsible, Footer, Input, Label, LoadingIndicator, Static, Switch
+from textual.widgets import Collapsible, Input, Label, LoadingIndicator, Static, Switch
 
 from ...controller import Controller
 from ...figures import apply_stage
@@ -31,7 +31,7 @@ from ...knobs import KNOBS_BY_NAME, LEVELS, Knob, KnobType, KnobValueError, Prob
 from ..messages import KnobEdits
 from ..modals import ConfirmModal
 from ..theme import Palette
-from ..widgets.header import follow_width, screen_header
+from ..widgets.header import KeysFooter, follow_width, screen_header
 
 # Rich styles, not CSS classes: the badge is part of a Text that wraps with the summary.
 _BADGES = {
@@ -260,7 +260,7 @@ class KnobsScreen(Screen[None]):
                 with Vertical(id="knobs-progress"):
                     yield LoadingIndicator()
                     yield Static(id="knobs-stage")
-        yield Footer()
+        yield KeysFooter()
 
     def on_resize(self, event: events.Resize) -> None:
         follow_width(self, event.size.width)

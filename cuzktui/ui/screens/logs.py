@@ -15,11 +15,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from ...controller import Controller
 from ...session_layout import DAEMON_LOG
-from ..widgets.header import screen_header
+from ..widgets.header import KeysFooter, screen_header
 from ..widgets.logview import ALL_LEVELS, Level, LogView
 
 
@@ -64,7 +64,7 @@ class LogsScreen(Screen[None]):
         yield Static(id="logs-status")
         yield LogView(log_path_of(self.controller), id="logs-view")
         yield Input(placeholder="search the log (enter: find, n/N: next/previous, esc: close)", id="logs-search")
-        yield Footer()
+        yield KeysFooter()
 
     @property
     def view(self) -> LogView:

@@ -15,14 +15,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, LoadingIndicator, ProgressBar, Static
+from textual.widgets import DataTable, LoadingIndicator, ProgressBar, Static
 
 from ...controller import Controller
 from ...units import format_size
 from ..messages import ApplyRecommended
 from ..modals import ConfirmModal
 from ..theme import Palette
-from ..widgets.header import screen_header
+from ..widgets.header import KeysFooter, screen_header
 
 if TYPE_CHECKING:
     from ...planner import MemcheckReport
@@ -99,7 +99,7 @@ class MemcheckScreen(Screen[None]):
             table.add_columns("knob", "recommended", "running")
             table.add_column("why", width=REASON_WIDTH)
             yield table
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         if self.report is not None:

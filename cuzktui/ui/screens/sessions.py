@@ -17,7 +17,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from ...config import diff
 from ...controller import Controller
@@ -25,7 +25,7 @@ from ...figures import clock_label
 from ...units import format_size
 from ..messages import OpenReplay
 from ..theme import Palette
-from ..widgets.header import screen_header
+from ..widgets.header import KeysFooter, screen_header
 
 if TYPE_CHECKING:
     from ...comparison import SessionSummary
@@ -108,7 +108,7 @@ class SessionsScreen(Screen[None]):
         table.add_columns("", "label", "created (UTC)", "mode", "proofs", "size", "directory")
         yield table
         yield Static(id="sessions-compare")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.action_rescan()

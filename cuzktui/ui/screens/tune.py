@@ -17,7 +17,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Label, Select, Static
+from textual.widgets import DataTable, Input, Label, Select, Static
 
 from ...controller import Controller, TuneRequest, TuneSnapshot, TuneTrialRow
 from ...daemon_facts import CLI_KINDS
@@ -25,7 +25,7 @@ from ...units import GiB, format_size
 from ..modals import ConfirmModal
 from ..theme import Palette
 from ..widgets.charts import Chart, ChartSpec, Line, nice_ceiling
-from ..widgets.header import screen_header
+from ..widgets.header import KeysFooter, screen_header
 from .bench import form_number, input_column
 from .knobs import apply_and_say, show_value
 
@@ -189,7 +189,7 @@ class TuneScreen(Screen[None]):
         table.add_column(COLUMNS[-1], width=NOTE_WIDTH)
         yield table
         yield Chart(ascii_only=bool(getattr(self.app, "ascii_only", False)), id="tune-scatter")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         # A search runs in the controller, not in the model the app's poll follows: look once a second
