@@ -158,9 +158,12 @@ KEY_TIMEOUT_S = 5.0
 
 # How long the app may take to read what a flood wrote faster than it could (live.py INGEST_SLICE_BYTES).
 CATCH_UP_MAX_S = 180.0
-# The notice the live controller records in its session once it has read the log to its end after
-# falling behind (live.py LiveController._say_backlog).
-CAUGHT_UP = b"caught up with the daemon's log"
+# The notices the live controller records in its session when it falls behind the log by more than
+# live.BEHIND_NOTICE_BYTES and once it has read the log to its end again (live.py _say_backlog).
+BEHIND, CAUGHT_UP = b"the daemon's log grows faster than it is read", b"caught up with the daemon's log"
+# Without a BEHIND notice the app was never more than BEHIND_NOTICE_BYTES behind, which one poll
+# (live.POLL_BUDGET_S) reads: two seconds after the flood it has read it all.
+KEPT_UP_S = 2.0
 
 
 @dataclass
@@ -246,7 +249,8 @@ def measure_flood(rate: int, seconds: float, size: tuple[int, int] = (120, 40)) 
         caught_up: float | None = None
         # During the flood, then until the app has read what it wrote (it says so in its session).
         while (now := time.monotonic()) < flood_end or now < flood_end + CATCH_UP_MAX_S:
-            if now >= flood_end and CAUGHT_UP in events.read_bytes():
+            said = events.read_bytes() if now >= flood_end else b""
+            if CAUGHT_UP in said or (now >= flood_end + KEPT_UP_S and BEHIND not in said):
                 caught_up = now - flood_end
                 break
             for mark in VIEW_MARKS:
