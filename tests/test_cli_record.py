@@ -15,7 +15,7 @@ from cuzktui.cli import main
         (["record", "--attach", "127.0.0.1:9820", "--engine"], "--attach watches a running daemon"),
         (["record", "--attach", "127.0.0.1:9820", "--log", "a", "--journal", "b"], "--log and --journal"),
         (["record", "--engine", "--metrics", "host:"], "--metrics 'host:'"),
-        (["record", "--engine", "--keep", "soon"], "'soon' is not an age"),
+        (["record", "--engine", "--keep", "soon"], "'soon' is not a duration"),
         (["record", "--engine", "--run-bench", "porep:0:1"], "--run-bench"),
         (["fleet"], "give --prometheus URL or --hosts FILE"),
     ],

@@ -12,9 +12,10 @@ from typing import ClassVar
 from textual import work
 from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.binding import Binding, BindingType
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from ..fleet import COLUMNS, SORT_KEYS, BoxView, FleetMonitor, row_cells, sort_views
+from .widgets.header import KeysFooter
 
 
 class FleetApp(App[None]):
@@ -45,7 +46,7 @@ class FleetApp(App[None]):
         table: DataTable[str] = DataTable(cursor_type="row", zebra_stripes=True)
         table.add_columns(*COLUMNS)
         yield table
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self._render_views(self.monitor.views)

@@ -15,12 +15,12 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from ...controller import Controller
 from ...waterfall_layout import Row
 from ..theme import Palette
-from ..widgets.header import screen_header
+from ..widgets.header import KeysFooter, screen_header
 from ..widgets.panels import Panel
 from ..widgets.waterfall import PHASES, Phase, WaterfallView, lane_detail, partition_detail
 
@@ -66,7 +66,7 @@ class WaterfallScreen(Screen[None]):
         yield Legend(ascii_only, id="waterfall-legend")
         yield WaterfallView(ascii_only=ascii_only, id="waterfall")
         yield Panel(id="waterfall-detail")
-        yield Footer()
+        yield KeysFooter()
 
     def refresh_from_model(self) -> None:
         """Called by the app after a poll that moved the model, while this screen is visible."""
