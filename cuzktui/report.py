@@ -115,10 +115,12 @@ def _gpu(timeline: Timeline, scale: float) -> dict[str, Any]:
         return {"busy_share": {}, "idle_gaps": {}, "worker_gpu": {}}
     start, end = span
     min_gap = (end - start) * _GAP_SHARE
-    busy = timeline.busy_fraction(start, end)
+    busy: dict[int, float] = {}
     gaps = {}
-    for worker in busy:
-        found = sorted(timeline.idle_gaps(worker, start, end, min_gap), key=lambda g: g[0] - g[1])[:_GAPS_LISTED]
+    for worker in timeline.workers():
+        use = timeline.worker_use(worker, start, end, min_gap)
+        busy[worker] = use.busy_share
+        found = sorted(use.idle_gaps, key=lambda g: g[0] - g[1])[:_GAPS_LISTED]
         gaps[str(worker)] = [{"start": a, "end": b, "seconds": round((b - a) * scale, 3)} for a, b in sorted(found)]
     return {
         "busy_share": {str(w): round(f, 4) for w, f in busy.items()},

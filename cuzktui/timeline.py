@@ -250,6 +250,13 @@ class LaneEntry(NamedTuple):
     partition: int
 
 
+class WorkerUse(NamedTuple):
+    """A GPU worker's use of a window of time (Timeline.worker_use)."""
+
+    busy_share: float  # the fraction of the window it held a partition (0 for an empty window)
+    idle_gaps: list[tuple[float, float]]  # the stretches long enough to count in which it held nothing
+
+
 class PipelineNow(NamedTuple):
     """Partitions of the current daemon run in each stage right now."""
 
@@ -943,21 +950,21 @@ class Timeline:
 
     def busy_fraction(self, start: float, end: float) -> dict[int, float]:
         """Per worker, the fraction of [start, end] it held a partition (0 for an empty window)."""
-        width = end - start
-        return {
-            w: (sum(b - a for a, b in self._busy_intervals(w, start, end)) / width if width > 0 else 0.0)
-            for w in sorted(self._lanes)
-        }
+        return {w: self.worker_use(w, start, end).busy_share for w in self.workers()}
 
-    def idle_gaps(self, worker: int, start: float, end: float, min_gap_s: float = 0.0) -> list[tuple[float, float]]:
-        """The stretches of [start, end] at least ``min_gap_s`` long in which the worker held nothing."""
+    def worker_use(self, worker: int, start: float, end: float, min_gap_s: float = 0.0) -> WorkerUse:
+        """How much of [start, end] the worker held a partition, and the stretches of at least ``min_gap_s``
+        in which it held nothing (one walk of its lane for both)."""
+        busy = self._busy_intervals(worker, start, end)
+        width = end - start
+        share = sum(b - a for a, b in busy) / width if width > 0 else 0.0
         gaps = []
         cursor = start
-        for a, b in [*self._busy_intervals(worker, start, end), (end, end)]:
+        for a, b in [*busy, (end, end)]:
             if a > cursor and a - cursor >= min_gap_s:
                 gaps.append((cursor, a))
             cursor = max(cursor, b)
-        return gaps
+        return WorkerUse(share, gaps)
 
     def pipeline_now(self) -> PipelineNow:
         """Partitions of the running jobs synthesizing, waiting for a GPU, and on a GPU."""

@@ -166,15 +166,16 @@ def test_work_open_when_the_daemon_died_runs_until_the_death() -> None:
     assert len(timeline.segments) == 2 and timeline.incomplete == 1
 
 
-def test_busy_fraction_and_idle_gaps(fed: Timeline) -> None:
-    assert fed.busy_fraction(RUN1 + 3, RUN1 + 13) == {0: approx(0.65), 1: approx(0.6)}
-    assert fed.idle_gaps(1, RUN1 + 3, RUN1 + 13) == [(RUN1 + 3, RUN1 + 6.5), (RUN1 + 12.5, RUN1 + 13)]
-    assert fed.idle_gaps(0, RUN1 + 3, RUN1 + 13, min_gap_s=1.0) == [
+def test_a_workers_busy_share_and_idle_gaps(fed: Timeline) -> None:
+    assert [fed.worker_use(w, RUN1 + 3, RUN1 + 13).busy_share for w in fed.workers()] == [approx(0.65), approx(0.6)]
+    gaps = [(RUN1 + 3, RUN1 + 6.5), (RUN1 + 12.5, RUN1 + 13)]
+    assert fed.worker_use(1, RUN1 + 3, RUN1 + 13).idle_gaps == gaps
+    assert fed.worker_use(0, RUN1 + 3, RUN1 + 13, min_gap_s=1.0).idle_gaps == [
         (approx(RUN1 + 3.9), RUN1 + 5),
         (RUN1 + 11, RUN1 + 13),
     ]
     # The open partition of the killed run counts as busy until the run's last event (17.0).
-    assert fed.busy_fraction(RUN1 + 16, RUN1 + 18) == {0: approx(0.5), 1: 0.0}
+    assert [fed.worker_use(w, RUN1 + 16, RUN1 + 18).busy_share for w in fed.workers()] == [approx(0.5), 0.0]
 
 
 def test_jobs_in_a_window_ordered_by_first_start(fed: Timeline) -> None:

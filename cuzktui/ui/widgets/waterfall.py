@@ -630,8 +630,7 @@ def lane_detail(model: SessionModel, worker: int, window: tuple[float, float]) -
     now = timeline_now(model)
     if now is not None and start < now < end:
         end = now  # a live window reaches past now: the future is neither busy nor idle
-    busy = timeline.busy_fraction(start, end).get(worker, 0.0)
-    gaps = timeline.idle_gaps(worker, start, end, min_gap_s=max(1.0, (end - start) / 100))
+    busy, gaps = timeline.worker_use(worker, start, end, min_gap_s=max(1.0, (end - start) / 100))
     idle = sum(b - a for a, b in gaps)
     origin = session_origin(timeline, start)
     gpu = timeline.worker_gpu(worker)
