@@ -524,14 +524,16 @@ class LiveController(LocalQueries):
             if run.running == running:
                 run.figures = figures
         async with self._poll_lock:  # the app's poll and a drain's both read the follower
-            changed = await self._ingest(self._follower)
+            changed = await self._ingest()
             if self.exporter is not None:
                 self.exporter.refresh(self.model)
             return changed
 
-    async def _ingest(self, follower: SessionFollower) -> bool:
+    async def _ingest(self) -> bool:
         """Fold the new events into the model, slice by slice (see INGEST_SLICE_BYTES), until the log is
         read to its end or POLL_BUDGET_S is spent; True when the model changed."""
+        follower = self._follower
+        assert follower is not None  # poll's guard
         changed = False
         deadline = time.monotonic() + POLL_BUDGET_S
         while True:
