@@ -950,21 +950,19 @@ class Timeline:
 
     def busy_fraction(self, start: float, end: float) -> dict[int, float]:
         """Per worker, the fraction of [start, end] it held a partition (0 for an empty window)."""
-        return {w: self.worker_use(w, start, end).busy_share for w in self.workers()}
+        return {w: _share(self._busy_intervals(w, start, end), end - start) for w in self.workers()}
 
     def worker_use(self, worker: int, start: float, end: float, min_gap_s: float = 0.0) -> WorkerUse:
         """How much of [start, end] the worker held a partition, and the stretches of at least ``min_gap_s``
         in which it held nothing (one walk of its lane for both)."""
         busy = self._busy_intervals(worker, start, end)
-        width = end - start
-        share = sum(b - a for a, b in busy) / width if width > 0 else 0.0
         gaps = []
         cursor = start
         for a, b in [*busy, (end, end)]:
             if a > cursor and a - cursor >= min_gap_s:
                 gaps.append((cursor, a))
             cursor = max(cursor, b)
-        return WorkerUse(share, gaps)
+        return WorkerUse(_share(busy, end - start), gaps)
 
     def pipeline_now(self) -> PipelineNow:
         """Partitions of the running jobs synthesizing, waiting for a GPU, and on a GPU."""
@@ -1045,6 +1043,11 @@ _PARSE_FAILURES: Final = frozenset({M.C1_PARSE_FAILED, "Phase 7: C1 parse task p
 _SYNTH_COMPLETE: Final = frozenset({M.PARTITION_SYNTH_COMPLETE, M.SNAP_PARTITION_SYNTH_COMPLETE})
 # engine.rs start(): each GPU worker's first line, with its worker_id and gpu (ordinal).
 _WORKER_STARTED: Final = frozenset({M.PIPELINE_WORKER_STARTED, M.MONO_WORKER_STARTED})
+
+
+def _share(intervals: list[tuple[float, float]], width: float) -> float:
+    """The fraction of a window ``width`` long that disjoint ``intervals`` inside it cover."""
+    return sum(b - a for a, b in intervals) / width if width > 0 else 0.0
 
 
 def _field_from_spans(record: LogRecord, key: str) -> str | None:
