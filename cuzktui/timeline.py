@@ -16,7 +16,8 @@ open (``incomplete`` on the partition).
 
 Lanes: per GPU worker id, the partitions it held, from pickup to GPU_END (the worker is busy
 from pickup; pickup -> start is normally 0). A worker may hold two partitions at once (the
-finalizer of one overlaps the prove of the next), so busy time is the union of intervals.
+finalizer of one overlaps the prove of the next), so busy time is the union of intervals. Each lane is
+indexed as its holds open and close (:meth:`Timeline.lane_holds` finds a window's by bisection).
 
 Memory bound: at most ``max_jobs`` finished (completed / failed / incomplete) jobs are
 retained; the oldest finished ones are evicted with their lane entries, while the counters
@@ -27,10 +28,12 @@ counting them. Running jobs are never evicted. Segments (one per daemon run) and
 
 from __future__ import annotations
 
-import bisect
+import math
+from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any, Final, Literal, NamedTuple
 
 from . import daemon_messages as M
@@ -321,7 +324,7 @@ class Timeline:
         self._jobs: dict[tuple[int, str], Job] = {}
         self._running: dict[tuple[int, str], Job] = {}
         self._finished: dict[tuple[int, str], None] = {}  # in finishing order, for eviction
-        self._lanes: dict[int, list[Partition]] = {}
+        self._lanes: dict[int, _Lane] = {}
         self._lane_dead = 0
         self._open_gpu: dict[Partition, None] = {}
         self._worker_gpu: dict[int, int] = {}
@@ -566,6 +569,7 @@ class Timeline:
             p.gpu_ms = _int(event.detail.get("gpu_ms"))
             self._gpu.add(p.gpu_s)
             self._on_lane(p, event.worker, t)
+            self._hold_ended(p)
             self._open_gpu.pop(p, None)
             if job.monolithic:
                 self._check_overtaken(segment, job, p.gpu_queue)
@@ -585,7 +589,20 @@ class Timeline:
             p.worker = worker
         if p.lane_start is None:
             p.lane_start = t
-            bisect.insort(self._lanes.setdefault(worker, []), p, key=_lane_key)
+            self._lanes.setdefault(worker, _Lane()).add(p, t)
+
+    def _lane_of(self, p: Partition) -> _Lane:
+        """The lane ``p`` joined: its worker's, unless it had a worker before it joined one (a batch
+        member's copied phases)."""
+        lane = self._lanes.get(p.worker) if p.worker is not None else None
+        if lane is not None and lane.index(p) is not None:
+            return lane
+        return next(lane for lane in self._lanes.values() if lane.index(p) is not None)
+
+    def _hold_ended(self, p: Partition) -> None:
+        """``p`` has a GPU_END now: its hold, if it has one, closes there."""
+        if p.lane_start is not None:
+            self._lane_of(p).close(p)
 
     def _axis_time(self, segment: Segment, ts: float | None) -> float | None:
         """A printed timestamp on the axis (only meaningful once the run is anchored)."""
@@ -613,6 +630,7 @@ class Timeline:
             # The monolithic worker's proof line ends its hold of the GPU (no TIMELINE in that mode).
             p.gpu_end = t
             self._gpu.add(p.gpu_s)
+            self._hold_ended(p)
         job.status = "completed"
         job.assembled = event
         job.finished_at = t
@@ -811,14 +829,14 @@ class Timeline:
             key = next(iter(self._finished))
             del self._finished[key]
             evicted = self._jobs.pop(key)
-            self._lane_dead += sum(1 for p in evicted.partitions.values() if p.lane_start is not None)
+            for p in evicted.partitions.values():
+                if p.lane_start is not None:
+                    self._lane_of(p).evict(p)
+                    self._lane_dead += 1
         if self._lane_dead > self.max_jobs:
-            self._compact_lanes()
-
-    def _compact_lanes(self) -> None:
-        for worker, lane in self._lanes.items():
-            self._lanes[worker] = [p for p in lane if p.job.key in self._jobs]
-        self._lane_dead = 0
+            for lane in self._lanes.values():
+                lane.compact()
+            self._lane_dead = 0
 
     def _find_partition(self, job_id: str | None, worker: int | None, partition: int | None) -> Partition | None:
         segment = self._current()
@@ -828,8 +846,8 @@ class Timeline:
             return None if job is None or index is None else job.partitions.get(index)
         if worker is None:
             return None
-        lane = self._lanes.get(worker, [])
-        for p in reversed(lane[-_LANE_LOOKBACK:]):
+        lane = self._lanes.get(worker)
+        for p in reversed(lane.parts[-_LANE_LOOKBACK:] if lane is not None else []):
             if p.job.segment != segment.index:
                 break
             if (p.index == partition and not p.job.monolithic) or (partition is None and p.job.monolithic):
@@ -915,31 +933,45 @@ class Timeline:
 
     def lanes(self, start: float | None = None, end: float | None = None) -> dict[int, list[LaneEntry]]:
         """Per worker id, the lane entries overlapping [start, end], ordered by start."""
-        result: dict[int, list[LaneEntry]] = {}
-        for worker in sorted(self._lanes):
-            entries = []
-            for p in self._lanes[worker]:
-                lane_start = p.lane_start
-                if lane_start is None or p.job.key not in self._jobs:
-                    continue
-                if end is not None and lane_start > end:
-                    break
-                stop = self.open_end(p, end)
-                if start is not None and stop < start:
-                    continue
-                entries.append(LaneEntry(lane_start, p.gpu_end, p.job.segment, p.job.job_id, p.index))
-            result[worker] = entries
-        return result
+        low = -math.inf if start is None else start
+        high = math.inf if end is None else end
+        return {
+            worker: [entry for _, stop, entry in self.lane_holds(worker, low, high, end) if stop >= low]
+            for worker in sorted(self._lanes)
+        }
+
+    def lane_holds(
+        self, worker: int, start: float, end: float, now: float | None
+    ) -> list[tuple[float, float, LaneEntry]]:
+        """The worker's holds that start by ``end`` from the first that reaches ``start``, in start order, as
+        (start, stop, entry): an open hold stops where :meth:`open_end` puts it at ``now``. One that ends
+        before ``start`` after a longer one that does not is kept (it draws nothing).
+
+        Found by bisection in the index the lane keeps as holds open and close (:class:`_Lane`), so a
+        window costs the holds in it and the few still open, not every hold of the session."""
+        lane = self._lanes.get(worker)
+        if lane is None:
+            return []
+        first, stop = bisect_left(lane.reach, start), bisect_right(lane.starts, end)
+        still_open = []
+        for p in lane.open:
+            i = lane.index(p)
+            assert i is not None  # an open hold is in its lane
+            until = self.open_end(p, now)
+            if until >= start:
+                first = min(first, i)
+            still_open.append((i, (lane.starts[i], until, LaneEntry(lane.starts[i], None, *_entry_of(p)))))
+        holds = lane.closed[first:stop]
+        for i, hold in still_open:
+            if first <= i < stop:
+                holds[i - first] = hold
+        return [hold for hold in holds if hold is not None]  # None: a hold of an evicted job
 
     def _busy_intervals(self, worker: int, start: float, end: float) -> list[tuple[float, float]]:
         """The merged busy intervals of one worker, clipped to [start, end]."""
         merged: list[tuple[float, float]] = []
-        for p in self._lanes.get(worker, []):
-            if p.lane_start is None or p.job.key not in self._jobs:
-                continue
-            if p.lane_start > end:
-                break
-            a, b = max(p.lane_start, start), min(self.open_end(p, end), end)
+        for lane_start, until, _ in self.lane_holds(worker, start, end, end):
+            a, b = max(lane_start, start), min(until, end)
             if b <= a:
                 continue
             if merged and a <= merged[-1][1]:
@@ -1062,8 +1094,88 @@ def _int(text: str | None) -> int | None:
     return int(text) if text is not None and text.isascii() and text.isdigit() else None
 
 
-def _lane_key(p: Partition) -> float:
-    return p.lane_start if p.lane_start is not None else 0.0
+def _entry_of(p: Partition) -> tuple[int, str, int]:
+    """What a lane entry says of the partition it holds: (segment, job id, partition)."""
+    return p.job.segment, p.job.job_id, p.index
+
+
+class _Lane:
+    """One GPU worker's holds in start order, indexed as they open, close and are evicted, so that the holds
+    reaching into a window are found by bisection (:meth:`Timeline.lane_holds`): rebuilt from every hold on
+    each change, the lanes view cost a frame and a half at 1,000 jobs.
+
+    ``reach`` is the running max of the closed holds' ends: the first hold a window sees is the first
+    whose reach gets to the window's start, or an open hold (few: the ones on a GPU now, and those their
+    daemon run left open) whose stop does. A hold's close or eviction restitches ``reach`` from it only
+    until the max is what it was, which for holds one after the other is at the next one."""
+
+    __slots__ = ("closed", "open", "parts", "reach", "starts")
+
+    def __init__(self) -> None:
+        self.parts: list[Partition] = []
+        self.starts: list[float] = []  # their lane starts, the order
+        # Per hold, (start, GPU_END, entry) once it closed; None while open, and once evicted.
+        self.closed: list[tuple[float, float, LaneEntry] | None] = []
+        self.reach: list[float] = []
+        self.open: dict[Partition, None] = {}  # holds of retained jobs without a GPU_END
+
+    def index(self, p: Partition) -> int | None:
+        """Where ``p`` is in the lane, None when it is not in it."""
+        if p.lane_start is None:
+            return None
+        i = bisect_left(self.starts, p.lane_start)
+        while i < len(self.parts) and self.starts[i] == p.lane_start:
+            if self.parts[i] is p:
+                return i
+            i += 1
+        return None
+
+    def add(self, p: Partition, start: float) -> None:
+        """``p`` joined the lane at ``start`` (after the holds that started at the same time)."""
+        i = bisect_right(self.starts, start)
+        self.parts.insert(i, p)
+        self.starts.insert(i, start)
+        self.closed.insert(i, None)
+        self.reach.insert(i, self.reach[i - 1] if i else -math.inf)
+        self.open[p] = None
+        if p.gpu_end is not None:  # a GPU_END that came first
+            self.close(p)
+
+    def close(self, p: Partition) -> None:
+        """``p``'s hold has its GPU_END (again, when the log repeats one)."""
+        i = self.index(p)
+        assert i is not None and p.gpu_end is not None
+        self.open.pop(p, None)
+        self.closed[i] = (self.starts[i], p.gpu_end, LaneEntry(self.starts[i], p.gpu_end, *_entry_of(p)))
+        self._restitch(i)
+
+    def evict(self, p: Partition) -> None:
+        """``p``'s job was evicted: its hold stays listed, showing nothing, until :meth:`compact`."""
+        i = self.index(p)
+        assert i is not None
+        self.open.pop(p, None)
+        self.closed[i] = None
+        self._restitch(i)
+
+    def compact(self) -> None:
+        """Drop the holds of evicted jobs."""
+        keep = [i for i, p in enumerate(self.parts) if self.closed[i] is not None or p in self.open]
+        self.parts = [self.parts[i] for i in keep]
+        self.starts = [self.starts[i] for i in keep]
+        self.closed = [self.closed[i] for i in keep]
+        self.reach = list(accumulate((-math.inf if hold is None else hold[1] for hold in self.closed), max))
+
+    def _restitch(self, i: int) -> None:
+        """``reach`` from hold ``i`` on, after its end changed: only as far as the running max moves."""
+        reach, closed = self.reach, self.closed
+        before = reach[i - 1] if i else -math.inf
+        for j in range(i, len(reach)):
+            hold = closed[j]
+            value = before if hold is None else max(before, hold[1])
+            if j > i and value == reach[j]:
+                return
+            reach[j] = value
+            before = value
 
 
 def _job_order(job: Job) -> tuple[float, int]:

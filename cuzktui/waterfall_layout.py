@@ -11,8 +11,8 @@ row shows, and what each daemon-run separator says.
 * :class:`WaterfallRows` counts the rows (a separator per daemon run after the first, per job a row and
   one per partition, or one per GPU worker) without building them: a long session has 11,000 rows of
   which a frame shows ~40, so a :class:`Row` is built only when the view asks for its index.
-* :class:`LaneHolds` resolves every worker's holds once per timeline change, so the lanes view's rows,
-  a zoom or a pan read them instead of walking the timeline again.
+* :class:`LaneHolds` cuts a worker's holds to a window for the lanes view, at the ``now`` of one timeline
+  version, from the index the timeline keeps as holds open and close (Timeline.lane_holds).
 
 The UI (cuzktui/ui/widgets/waterfall.py) draws what these return and decides nothing of it.
 """
@@ -23,7 +23,6 @@ from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from itertools import accumulate
 from operator import le
 from typing import Literal, overload
 
@@ -398,29 +397,16 @@ class WaterfallRows(Sequence[Row]):
 
 class LaneHolds:
     """Every worker's holds of partitions as (start, stop, entry), an open hold stopping where its job,
-    its daemon run or now stops it (Timeline.open_end).
+    its daemon run or now stops it (Timeline.open_end), for the timeline version and the now of ``key``.
 
-    Read from the timeline once per change (``key``): drawing a worker's lane in a window then costs
-    the holds in that window, and the other lanes, a zoom or a pan do not walk the timeline again."""
+    Drawing a worker's lane in a window costs the holds in that window: the timeline keeps its lanes
+    indexed as holds open and close, so a change costs the lanes view what changed, not a walk of every
+    hold."""
 
     def __init__(self, model: SessionModel) -> None:
-        timeline = model.timeline
-        now = timeline_now(model)
+        self._timeline = model.timeline
+        self._now = timeline_now(model)
         self.key = self.key_of(model)
-        self._holds: dict[int, list[tuple[float, float, LaneEntry]]] = {}
-        self._starts: dict[int, list[float]] = {}
-        # Holds are in start order; the latest stop so far says which ones can reach into a window.
-        self._reach: dict[int, list[float]] = {}
-
-        def stop(entry: LaneEntry) -> float:
-            job = timeline.job(entry.segment, entry.job_id)
-            return timeline.open_end(job, now) if job is not None else entry.start
-
-        for worker, entries in timeline.lanes().items():
-            holds = [(e.start, e.end if e.end is not None else stop(e), e) for e in entries]
-            self._holds[worker] = holds
-            self._starts[worker] = [e.start for e in entries]
-            self._reach[worker] = list(accumulate((h[1] for h in holds), max))
 
     @staticmethod
     def key_of(model: SessionModel) -> tuple[int, int, float | None]:
@@ -430,7 +416,4 @@ class LaneHolds:
     def holds(self, worker: int, start: float, end: float) -> list[tuple[float, float, LaneEntry]]:
         """The worker's holds that start by ``end`` from the first that reaches ``start``, in start order
         (one that ends before ``start`` after a longer one that does not is kept: it draws nothing)."""
-        if worker not in self._holds:
-            return []
-        first = bisect_left(self._reach[worker], start)
-        return self._holds[worker][first : bisect_right(self._starts[worker], end)]
+        return self._timeline.lane_holds(worker, start, end, self._now)
