@@ -188,6 +188,10 @@ class Job:
     # Upstream's monolithic GPU queue keys every job (0, 0) (engine.rs PriorityWorkQueue::push): a
     # later job replaced this one, which then never leaves the queue.
     overtaken_by: str | None = None
+    # The earliest SYNTH_START of its partitions, kept as they start (start_synthesis): the waterfall
+    # orders every job by it on each change, and taking the min over the partitions each time cost a
+    # quarter of a frame.
+    _first_start: float | None = field(default=None, init=False, repr=False)
 
     @property
     def scheduler_wait_s(self) -> float | None:
@@ -204,8 +208,17 @@ class Job:
     @property
     def first_start(self) -> float | None:
         """The earliest SYNTH_START of the job (the job has no start event of its own)."""
-        starts = [p.synth_start for p in self.partitions.values() if p.synth_start is not None]
-        return min(starts) if starts else None
+        return self._first_start
+
+    def start_synthesis(self, partition: Partition, t: float | None) -> None:
+        """Set ``partition``'s SYNTH_START to ``t``, keeping :attr:`first_start` the earliest of them."""
+        before, partition.synth_start = partition.synth_start, t
+        if t is not None and (self._first_start is None or t < self._first_start):
+            self._first_start = t
+        elif before is not None and before == self._first_start and t != before:
+            # The earliest one moved later (a repeated SYNTH_START): another partition may be first now.
+            starts = (p.synth_start for p in self.partitions.values() if p.synth_start is not None)
+            self._first_start = min(starts, default=None)
 
     @property
     def synth_ms_total(self) -> int:
@@ -548,7 +561,7 @@ class Timeline:
         p = self._partition(job, index)
         name = event.event
         if name == "SYNTH_START":
-            p.synth_start = t
+            job.start_synthesis(p, t)
         elif name == "SYNTH_END":
             p.synth_end = t
             p.synth_ms = _int(event.detail.get("synth_ms"))
@@ -781,7 +794,8 @@ class Timeline:
         if leader is not None and leader is not job and not job.partitions and 0 in leader.partitions:
             source = leader.partitions[0]
             p = self._partition(job, 0)
-            for name in ("synth_start", "synth_end", "gpu_queue", "gpu_pickup", "gpu_start", "gpu_end"):
+            job.start_synthesis(p, source.synth_start)
+            for name in ("synth_end", "gpu_queue", "gpu_pickup", "gpu_start", "gpu_end"):
                 setattr(p, name, getattr(source, name))
             p.worker = source.worker
             job.monolithic = True

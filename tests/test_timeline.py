@@ -302,3 +302,22 @@ def test_memory_stays_bounded_and_totals_count_evicted_jobs() -> None:
 def test_zero_cap_is_refused() -> None:
     with pytest.raises(ValueError, match="max_jobs"):
         Timeline(max_jobs=0)
+
+
+def test_a_jobs_first_start_follows_its_partitions_starts() -> None:
+    timeline = Timeline()
+    timeline.apply(EngineStarted(1000.0))
+    for event in (tl_event(4000, "SYNTH_START", "a", partition=1), tl_event(5000, "SYNTH_START", "b", partition=0)):
+        timeline.apply(event)
+    job = timeline.job(0, "a")
+    assert job is not None and job.first_start == 1004.0
+    timeline.apply(tl_event(6000, "SYNTH_START", "a", partition=2))  # a later one: still the first
+    assert job.first_start == 1004.0
+    timeline.apply(tl_event(3000, "SYNTH_START", "a", partition=0))  # an earlier one
+    assert job.first_start == 1003.0
+    assert [j.job_id for j in timeline.jobs()] == ["a", "b"]
+    # The earliest repeated later: the next earliest is first now, and the order follows.
+    timeline.apply(tl_event(9000, "SYNTH_START", "a", partition=0))
+    timeline.apply(tl_event(8000, "SYNTH_START", "a", partition=1))
+    assert job.first_start == 1006.0
+    assert [j.job_id for j in timeline.jobs()] == ["b", "a"]
