@@ -19,12 +19,13 @@ timeline's axis (Unix time once anchored).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple, TextIO
 
 from .daemon_facts import nominal_bytes
 from .events import (
@@ -80,8 +81,8 @@ def _partition_args(job: Job, p: Partition, duration: float) -> dict[str, Any]:
     return args
 
 
-def _job_events(timeline: Timeline) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = [_meta("process_name", WORKERS_PID, "GPU workers")]
+def _job_events(timeline: Timeline) -> Iterator[dict[str, Any]]:
+    yield _meta("process_name", WORKERS_PID, "GPU workers")
     holds: list[_Hold] = []
     for n, job in enumerate(timeline.jobs()):
         pid = FIRST_JOB_PID + n
@@ -89,29 +90,27 @@ def _job_events(timeline: Timeline) -> list[dict[str, Any]]:
         title = f"job {job.job_id}{run} — {job.status}"
         if job.overtaken_by:
             title += f" (replaced in the monolithic GPU queue by {job.overtaken_by})"
-        events.append(_meta("process_name", pid, title))
-        events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}})
+        yield _meta("process_name", pid, title)
+        yield {"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}}
         waits = (
             ("scheduler wait", job.enqueued_at, job.dequeued_at),
             ("budget wait", job.dispatched_at, job.first_start),
         )
         if any(a is not None and b is not None for _, a, b in waits):
-            events.append(_meta("thread_name", pid, "before synthesis", _WAITS_TID))
+            yield _meta("thread_name", pid, "before synthesis", _WAITS_TID)
         for name, a, b in waits:
             if a is not None and b is not None:
-                events.append(_complete(name, pid, _WAITS_TID, a, b, {"job": job.job_id, "duration_ms": _ms(b - a)}))
+                yield _complete(name, pid, _WAITS_TID, a, b, {"job": job.job_id, "duration_ms": _ms(b - a)})
         for p in sorted(job.partitions.values(), key=lambda q: q.index):
-            events.append(
-                _meta("thread_name", pid, "monolithic" if job.monolithic else f"partition {p.index}", p.index)
-            )
+            yield _meta("thread_name", pid, "monolithic" if job.monolithic else f"partition {p.index}", p.index)
             if p.synth_start is not None and p.synth_end is not None:
                 args = _partition_args(job, p, p.synth_end - p.synth_start)
                 args["synth_ms"] = p.synth_ms
-                events.append(_complete("synthesis", pid, p.index, p.synth_start, p.synth_end, args))
+                yield _complete("synthesis", pid, p.index, p.synth_start, p.synth_end, args)
             if p.gpu_queue is not None and p.gpu_pickup is not None:
                 args = _partition_args(job, p, p.gpu_pickup - p.gpu_queue)
                 args["worker"] = p.worker
-                events.append(_complete("gpu queue", pid, p.index, p.gpu_queue, p.gpu_pickup, args))
+                yield _complete("gpu queue", pid, p.index, p.gpu_queue, p.gpu_pickup, args)
             if p.gpu_start is not None and p.gpu_end is not None and p.worker is not None:
                 args = _partition_args(job, p, p.gpu_end - p.gpu_start)
                 args.update(worker=p.worker, gpu_ms=p.gpu_ms, pre_prove_ms=_ms(p.pre_prove_s))
@@ -120,7 +119,7 @@ def _job_events(timeline: Timeline) -> list[dict[str, Any]]:
                 args.update({f"CUZK_TIMING {k}": v for k, v in p.cuzk_timing.items()})
                 args.update({f"CUZK_NTT_H {k}": v for k, v in p.ntt_timing.items()})
                 holds.append(_Hold(p.worker, p.gpu_start, p.gpu_end, args))
-    return events + _gpu_events(holds, timeline)
+    yield from _gpu_events(holds, timeline)
 
 
 class _Hold(NamedTuple):
@@ -210,10 +209,39 @@ def _observed_events(observed: Iterable[ObservedEvent]) -> list[dict[str, Any]]:
     return [_meta("process_name", pid, names[pid]) for pid in sorted(seen_pids)] + events
 
 
+# Events encoded at once when writing: each batch is one call of the C encoder, and only one batch of
+# event dicts is alive at a time (all of a week's log at once held hundreds of MB, and the cyclic
+# collector's passes over them took a fifth of the export).
+_WRITE_BATCH: Final = 2000
+
+
+def _trace_tail() -> dict[str, Any]:
+    """What a trace holds besides its events (written after them)."""
+    return {"displayTimeUnit": "ms", "otherData": {"source": "cuzk-tui"}}
+
+
+def _trace_events(timeline: Timeline, observed_events: Iterable[ObservedEvent]) -> Iterator[dict[str, Any]]:
+    yield from _job_events(timeline)
+    yield from _observed_events(observed_events)
+
+
 def build_chrome_trace(timeline: Timeline, observed_events: Iterable[ObservedEvent] = ()) -> dict[str, Any]:
     """The trace as a JSON-ready dict (``{"traceEvents": [...], ...}``)."""
-    events = _job_events(timeline) + _observed_events(observed_events)
-    return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"source": "cuzk-tui"}}
+    return {"traceEvents": list(_trace_events(timeline, observed_events)), **_trace_tail()}
+
+
+def _write_trace(f: TextIO, events: Iterable[dict[str, Any]]) -> int:
+    """The text ``json.dumps(build_chrome_trace(...), separators=(",", ":"))`` makes, written batch by
+    batch from ``events``; the number of events."""
+    encode = json.JSONEncoder(separators=(",", ":")).encode
+    f.write('{"traceEvents":[')
+    count = 0
+    iterator = iter(events)
+    while batch := list(itertools.islice(iterator, _WRITE_BATCH)):
+        f.write(("," if count else "") + encode(batch)[1:-1])
+        count += len(batch)
+    f.write("]," + encode(_trace_tail())[1:])
+    return count
 
 
 def write_chrome_trace(
@@ -224,17 +252,14 @@ def write_chrome_trace(
     OSError (unwritable directory, full disk) propagates; the target is then left untouched.
     """
     target = Path(path)
-    trace = build_chrome_trace(timeline, observed_events)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            # One dumps: the C encoder builds the whole text at once; dump's chunked writes cost 1/3
-            # of a large export's time.
-            f.write(json.dumps(trace, separators=(",", ":")))
+            count = _write_trace(f, _trace_events(timeline, observed_events))
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return len(trace["traceEvents"])
+    return count

@@ -142,6 +142,30 @@ def test_write_is_atomic_and_replaces(tmp_path: Path) -> None:
         write_chrome_trace(tmp_path / "missing" / "trace.json", fed(), [])
 
 
+@pytest.mark.parametrize("batch", [1, 7, 100_000])
+@pytest.mark.parametrize("observed", [False, True])
+def test_the_written_file_is_the_traces_compact_json_batch_by_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int, observed: bool
+) -> None:
+    monkeypatch.setattr("cuzktui.export._WRITE_BATCH", batch)
+    samples: list[ObservedEvent] = [
+        MemorySample(10.0, 2 * GiB, cgroup_usage_bytes=3 * GiB, cgroup_limit_bytes=8 * GiB, budget_total_bytes=None),
+        Notice(12.0, "warning", "RSS — near the limit"),
+    ]
+    events = samples if observed else []
+    out = tmp_path / "trace.json"
+    count = write_chrome_trace(out, fed(), events)
+    trace = build_chrome_trace(fed(), events)
+    assert out.read_bytes() == json.dumps(trace, separators=(",", ":")).encode()
+    assert count == len(trace["traceEvents"])
+
+
+def test_an_empty_trace_is_written_whole(tmp_path: Path) -> None:
+    out = tmp_path / "trace.json"
+    assert write_chrome_trace(out, Timeline(), []) == 1  # the GPU workers' process name
+    assert out.read_text() == json.dumps(build_chrome_trace(Timeline()), separators=(",", ":"))
+
+
 # ---------------------------------------------------------------------------- the command
 
 
