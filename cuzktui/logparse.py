@@ -3,8 +3,9 @@
 :func:`parse_line` never raises: a line it does not recognise, or one cut short, becomes a
 :class:`~cuzktui.events.PlainLine`. Order of the checks follows the traffic: TIMELINE lines are
 the bulk of a busy log, so they are recognised first by a prefix test and split with
-``str.split`` (no regex). Human (tracing) lines are parsed by fixed positions for the
-timestamp and level, a scan for the spans and target, and one regex search per field.
+``str.split`` (no regex). A human (tracing) line's head (timestamp, level, spans, target) is read by
+one match of its common shape, anything unusual by fixed positions and scans; its fields by one
+regex split.
 
 Field values are split on `` key=`` boundaries (§4.2): a Display'd value may contain spaces,
 so for the lines whose values are free text (errors, PCE summary) only the keys that line
@@ -308,12 +309,12 @@ _Builder = Callable[[LogRecord], LogEvent]
 PcePhase = Literal["extract_start", "extract_done", "extract_failed", "saved", "cached", "evicted"]
 
 
-def _field_from(record: LogRecord, key: str) -> str | None:
+def _field_from(fields: dict[str, str], spans: tuple[Span, ...], key: str) -> str | None:
     """A field of the event, else of the innermost span that has it (job_id lives in spans)."""
-    value = record.fields.get(key)
+    value = fields.get(key)
     if value is not None:
         return value
-    for span in reversed(record.spans):
+    for span in reversed(spans):
         value = span.fields.get(key)
         if value is not None:
             return value
@@ -325,18 +326,15 @@ def _ms_values(fields: dict[str, str]) -> dict[str, int]:
     return {intern(k): int(v) for k, v in fields.items() if k.endswith("_ms") and v.isascii() and v.isdigit()}
 
 
-def _gpu_timing(record: LogRecord) -> LogEvent:
-    worker = _uint(_field_from(record, "worker_id"))
-    partition = _option_int(_field_from(record, "partition"))
-    job = _field_from(record, "job_id")
-    return GpuTiming(record.ts, record.message[11:], worker, partition, job, _ms_values(record.fields))
-
-
-def _fin_timing(record: LogRecord) -> LogEvent:
-    worker = _uint(_field_from(record, "worker_id"))
-    partition = _option_int(_field_from(record, "partition"))
-    job = _field_from(record, "job_id")
-    return FinTiming(record.ts, record.message[11:], worker, partition, job, _ms_values(record.fields))
+def _stage_timing(
+    kind: type[GpuTiming | FinTiming], ts: float, message: str, spans: tuple[Span, ...], fields: dict[str, str]
+) -> GpuTiming | FinTiming:
+    """A ``GPU_TIMING <stage>`` / ``FIN_TIMING <stage>`` line, built without its LogRecord (the most common
+    notable lines: a partition writes five of them)."""
+    worker = _uint(_field_from(fields, spans, "worker_id"))
+    partition = _option_int(_field_from(fields, spans, "partition"))
+    job = _field_from(fields, spans, "job_id")
+    return kind(ts, message[11:], worker, partition, job, _ms_values(fields))
 
 
 def _daemon_starting(record: LogRecord) -> LogEvent:
@@ -389,7 +387,7 @@ def _assembled(record: LogRecord) -> LogEvent:
     f = record.fields
     return ProofAssembled(
         record.ts,
-        _field_from(record, "job_id"),
+        _field_from(record.fields, record.spans, "job_id"),
         _uint(f.get("proof_len")),
         _uint(f.get("total_ms")),
         _uint(f.get("synth_ms")),
@@ -404,14 +402,16 @@ def _failed(record: LogRecord) -> LogEvent:
         record.ts,
         record.message,
         record.fields.get("error", ""),
-        _field_from(record, "job_id"),
-        _option_int(_field_from(record, "partition")),
+        _field_from(record.fields, record.spans, "job_id"),
+        _option_int(_field_from(record.fields, record.spans, "partition")),
     )
 
 
 def _self_check(passed: bool) -> _Builder:
     def build(record: LogRecord) -> LogEvent:
-        return SelfCheck(record.ts, _field_from(record, "job_id"), passed, record.fields.get("error", ""))
+        return SelfCheck(
+            record.ts, _field_from(record.fields, record.spans, "job_id"), passed, record.fields.get("error", "")
+        )
 
     return build
 
@@ -431,15 +431,15 @@ def _batch_member(record: LogRecord) -> LogEvent:
 def _monolithic_processing(record: LogRecord) -> LogEvent:
     return MonolithicProcessing(
         record.ts,
-        _field_from(record, "job_id"),
-        _uint(_field_from(record, "worker_id")),
-        _field_from(record, "proof_kind"),
+        _field_from(record.fields, record.spans, "job_id"),
+        _uint(_field_from(record.fields, record.spans, "worker_id")),
+        _field_from(record.fields, record.spans, "proof_kind"),
     )
 
 
 def _queued(stage: Literal["enqueued", "dequeued", "dispatched"]) -> _Builder:
     def build(record: LogRecord) -> LogEvent:
-        job = _field_from(record, "job_id")
+        job = _field_from(record.fields, record.spans, "job_id")
         if job is None:
             return record
         f = record.fields
@@ -546,46 +546,88 @@ _KNOWN_KEYS: Final[dict[str, frozenset[str]]] = {
 }
 
 
-def _classify(record: LogRecord) -> LogEvent:
-    message = record.message
+_STAGE_TIMINGS: Final = ("GPU_TIMING ", "FIN_TIMING ")
+_PREFIXED_MESSAGES: Final = (M.READY_PREFIX, "background PCE extraction")
+
+
+def _classify(
+    ts: float, level: str, target: str, message: str, spans: tuple[Span, ...], fields: dict[str, str]
+) -> LogEvent:
     builder = _NOTABLE.get(message)
+    if builder is None and message.startswith(_STAGE_TIMINGS):
+        return _stage_timing(GpuTiming if message[0] == "G" else FinTiming, ts, message, spans, fields)
+    record = LogRecord(ts, level, target, message, spans, fields)
     if builder is not None:
         return builder(record)
-    if message.startswith("GPU_TIMING "):
-        return _gpu_timing(record)
-    if message.startswith("FIN_TIMING "):
-        return _fin_timing(record)
+    if not message.startswith(_PREFIXED_MESSAGES):  # one test for the bulk: a line that is no event
+        return record
     if message.startswith(M.READY_PREFIX):
-        return DaemonReady(record.ts, message[len(M.READY_PREFIX) :])
+        return DaemonReady(ts, message[len(M.READY_PREFIX) :])
     if message.startswith("background PCE extraction starting"):
-        return PceActivity(record.ts, "extract_start", None, record.fields)
+        return PceActivity(ts, "extract_start", None, fields)
     if message.startswith("background PCE extraction failed"):
-        return PceActivity(record.ts, "extract_failed", None, record.fields)
+        return PceActivity(ts, "extract_failed", None, fields)
     return record
 
 
-def _parse_human(line: str) -> LogEvent:
+# The common head of a human line in one match: "<YYYY-MM-DDTHH:MM>:<SS>.<ffffff>Z <level> [<spans>: ]<target>: ".
+# It accepts only heads the general path (_general_head) accepts, and reads them the same way: spans are a first
+# word with a '{' and end at the first "}: " (atomic: no later one is tried when the target then fails; spelt as
+# runs of non-'}' rather than a lazy '.*?', which tries "}: " at every character); the target is the next word,
+# ending in ':'. A line it does not match is read by the general path.
+_HUMAN_HEAD: Final = re.compile(
+    r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}):([0-9]{2})\.([0-9]{6})Z ( INFO| WARN|ERROR|DEBUG|TRACE) "
+    r"(?>([^ {]*\{[^}]*+(?:\}(?!: )[^}]*+)*+\}): )?([^ {]+): "
+)
+_LEVEL_NAMES: Final = {f"{level:>5}": level for level in _LEVELS}
+_Head = tuple[float, str, tuple[Span, ...], str, int]
+
+
+def _general_head(line: str) -> _Head | None:
+    """(time, level, spans, target, where the body starts) of a human line read by fixed positions and
+    scans, every odd case decided; None when it is no human line."""
     ts = parse_timestamp(line[:_TS_LEN])
     if ts is None or line[_TS_LEN : _TS_LEN + 1] != " " or line[_LEVEL_END - 1 : _LEVEL_END] != " ":
-        return PlainLine(line)
+        return None
     level = line[_TS_LEN + 1 : _LEVEL_END - 1].lstrip(" ")
     if level not in _LEVELS:
-        return PlainLine(line)
+        return None
     spans, pos = _parse_spans(line, _LEVEL_END)
     if pos < 0:
-        return PlainLine(line)
+        return None
     colon = line.find(": ", pos)
     target = line[pos:colon]
     if colon == -1 or not target or " " in target or "{" in target:
+        return None
+    return ts, level, spans, target, colon + 2
+
+
+def _head(line: str) -> _Head | None:
+    """:func:`_general_head`, with the common shape read by one match."""
+    match = _HUMAN_HEAD.match(line)
+    if match is None:
+        return _general_head(line)
+    minute, seconds, micros, level, span_block, target = match.groups()
+    base = _minute_epoch(minute)
+    spans = () if span_block is None else _span_block(span_block)
+    if base is None or int(seconds) > 60 or spans is None:
+        return None
+    return base + int(seconds) + int(micros) / 1e6, _LEVEL_NAMES[level], spans, target, match.end()
+
+
+def _parse_human(line: str) -> LogEvent:
+    head = _head(line)
+    if head is None:
         return PlainLine(line)
-    body = line[colon + 2 :]
+    ts, level, spans, target, start = head
+    body = line[start:]
     message, fields = _split_fields(body)
     keys = _KNOWN_KEYS.get(message)
     if keys is None and message.startswith("background PCE extraction failed"):
         keys = _KNOWN_KEYS["background PCE extraction failed"]
     if keys is not None:
         message, fields = _split_fields(body, keys)
-    return _classify(LogRecord(ts, level, target, message, spans, fields))
+    return _classify(ts, level, target, message, spans, fields)
 
 
 # --------------------------------------------------------------------------------------------
