@@ -275,23 +275,23 @@ class _Tail:
                 self.line_number += 1
                 yield line
 
-    def _counted(self, final: bool) -> Iterator[tuple[int, bytes]]:
-        for base, block in self._blocks(final):
+    def _counted(self, final: bool, limit: int | None) -> Iterator[tuple[int, bytes]]:
+        for base, block in self._blocks(final, limit):
             self.line_number += block.count(b"\n") + (not block.endswith(b"\n"))
             yield base, block
 
-    def event_lines(self, final: bool, details: bool) -> Iterator[bytes]:
+    def event_lines(self, final: bool, details: bool, limit: int | None = None) -> Iterator[bytes]:
         """Only the lines that may be events (logparse.event_line_starts), found over whole blocks at
         C speed: the bulk of a long log is never split into line objects."""
-        for _, block in self._counted(final):
+        for _, block in self._counted(final, limit):
             for start in event_line_starts(block, details):
                 yield _line_at(block, start)
 
-    def lazy_event_lines(self, final: bool) -> Iterator[bytes | ev.DetailLines]:
+    def lazy_event_lines(self, final: bool, limit: int | None = None) -> Iterator[bytes | ev.DetailLines]:
         """event_lines, with the C++ timing lines between two of them as one DetailLines each (a line
         naming its GPU alone): the bulk of a busy log's events is found, never parsed."""
         reread = functools.partial(_read_range, self.path)
-        for base, block in self._counted(final):
+        for base, block in self._counted(final, limit):
             starts, timing = lazy_line_starts(block)
             done = 0
             for start in starts:
@@ -358,9 +358,9 @@ class LogFollower:
         skip, details = self._skip_inert, self._details
         lines: Iterator[bytes | ev.DetailLines]
         if self._lazy:
-            lines = self._tail.lazy_event_lines(final)
+            lines = self._tail.lazy_event_lines(final, limit)
         elif skip:
-            lines = self._tail.event_lines(final, details)
+            lines = self._tail.event_lines(final, details, limit)
         else:
             lines = self._tail.lines(final, limit)
         for raw in lines:
@@ -456,8 +456,8 @@ class _EventsReader:
         lines = "1 damaged line" if self.damaged == 1 else f"{self.damaged} damaged lines"
         return f"{self._tail.path}: {lines} skipped (the first: {self._first_damage}); every other record was read"
 
-    def read(self, final: bool) -> Iterator[_Keyed]:
-        for raw in self._tail.lines(final):
+    def read(self, final: bool, limit: int | None = None) -> Iterator[_Keyed]:
+        for raw in self._tail.lines(final, limit):
             if not raw.strip():
                 continue
             try:
@@ -468,6 +468,16 @@ class _EventsReader:
             if event.t > self._key:
                 self._key = event.t
             yield self._key, event
+
+    def read_behind(self, ahead: Callable[[], float]) -> Iterator[_Keyed]:
+        """The records appended so far, read a slice at a time, the next slice only while this file's key
+        is not past ``ahead()`` (the log's, in a pass over a stretch of it): such a pass reads the records
+        of that stretch and at most a slice beyond, which is all it holds back (SessionFollower._holding)."""
+        while True:
+            offset = self._tail.offset
+            yield from self.read(False, _READ_CHUNK)
+            if self._tail.offset == offset or self._key > ahead():
+                return
 
     def _skip(self, raw: bytes, error: Exception) -> Iterator[_Keyed]:
         line = self._tail.line_number
@@ -524,10 +534,16 @@ class SessionFollower:
         """New events merged by time, each with the time it is placed at (a replay's cursor axis);
         ``final`` also takes an unterminated last line (end of a replay); ``log_limit`` caps the new
         log bytes taken (see POLL_LOG_BYTES). ``hold`` keeps back the events that lines appended later
-        could still precede (see _holding), so that a pass resumed later merges as one whole pass would."""
+        could still precede (see _holding), so that a pass resumed later merges as one whole pass would;
+        with ``log_limit`` too, events.jsonl is read only about as far as the log's stretch reaches (a
+        replay's keyframe passes: a whole file of records beyond it would be more than a pass may hold)."""
         if not self._observed:
             return self._log.read(final, log_limit)
-        log, events = self._log.read(final, log_limit), self._events.read(final)
+        log = self._log.read(final, log_limit)
+        if hold and log_limit is not None and not final:
+            events = self._events.read_behind(lambda: self._log.key)
+        else:
+            events = self._events.read(final)
         if self._held is not None and (self._held[0] or self._held[1]):
             log, events = itertools.chain(self._held[0], log), itertools.chain(self._held[1], events)
             self._held = ([], [])
@@ -675,6 +691,10 @@ class SessionReading:
     the consumer's model saved at that call plus that copy's events equal one whole pass (model_cache).
     ``lazy`` yields the C++ timing lines as DetailLines, which a model keeps as log offsets (the waterfall
     parses a partition's when it is opened, Partition.cuzk_timing).
+
+    ``keyframe``, when set, is called inside the iteration each time about ``keyframe_bytes`` more of the
+    log have been read and yielded, at a point where the reading pickles as a checkpoint's does: the
+    consumer's model then plus the unpickled copy's events equal one whole pass (replay's keyframes).
     """
 
     def __init__(
@@ -692,6 +712,8 @@ class SessionReading:
         self._unreadable = _unreadable_files(source.directory) if source.directory is not None else []
         self.progress = progress
         self.checkpoint: Callable[[], None] | None = None
+        self.keyframe: Callable[[], None] | None = None
+        self.keyframe_bytes: int | None = None
         # How far the pass is, kept here (not in locals) so that a checkpoint carries it.
         self._fatal: str | None = None
         self._last: _Keyed | None = None
@@ -700,7 +722,7 @@ class SessionReading:
 
     def __getstate__(self) -> dict[str, Any]:
         # The callbacks belong to the run that reads, not to the state a later run resumes.
-        return {**self.__dict__, "progress": None, "checkpoint": None}
+        return {**self.__dict__, "progress": None, "checkpoint": None, "keyframe": None}
 
     @property
     def log_lines(self) -> int:
@@ -718,6 +740,11 @@ class SessionReading:
         return (*self._unreadable, *([damaged_events] if damaged_events is not None else []))
 
     @property
+    def log_size(self) -> int:
+        """The log's size now (0: none), which a loading reader's progress goes up to."""
+        return _size(self.source.log_path)
+
+    @property
     def files_read(self) -> list[tuple[Path, int]]:
         """Each file this reading reads and how many of its bytes it has read (a checkpoint's footing),
         or [] when the state is not one to resume from."""
@@ -728,11 +755,12 @@ class SessionReading:
         total = _size(source.log_path)
         if self.progress is not None:  # where it starts: a resumed reading is already most of the way
             self.progress(min(follower.log.offset, total), total)
-        if self.checkpoint is None:
+        if self.checkpoint is None and self.keyframe is None:
             yield from self._take(follower.iter_keyed(final=True), total)
         else:
-            yield from self._take(follower.iter_keyed(hold=True), total)
-            self.checkpoint()
+            yield from self._holding_passes(total)
+            if self.checkpoint is not None:
+                self.checkpoint()
             yield from self._take(follower.iter_keyed(final=True), total)
         for text in self._unsaid:
             yield 0.0, ev.Notice(0.0, "error", text)
@@ -754,6 +782,19 @@ class SessionReading:
             )
             cause: ev.ExitCause = "error" if fatal is not None else "unknown"
             yield end, ev.DaemonExited(end, None, None, None, cause, (evidence,), fatal)
+
+    def _holding_passes(self, total: int) -> Iterator[_Keyed]:
+        """What a checkpoint or a keyframe may follow: one holding pass, or, with ``keyframe``, one per
+        ``keyframe_bytes`` of the log, each followed by a keyframe while the state is one to resume from."""
+        follower, keyframe = self._follower, self.keyframe
+        stride = self.keyframe_bytes if keyframe is not None else None
+        while True:
+            before = follower.log.offset
+            yield from self._take(follower.iter_keyed(log_limit=stride, hold=True), total)
+            if keyframe is None or stride is None or not before < follower.log.offset < total:
+                return
+            if follower.files_read:
+                keyframe()
 
     def _take(self, keyed_events: Iterator[_Keyed], total: int) -> Iterator[_Keyed]:
         """The events of one pass a consumer sees, keeping the pass's state on the reading."""
