@@ -69,7 +69,7 @@ def code_fingerprint() -> str:
 
 
 @contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     """The cyclic collector off while a model is pickled or unpickled: its passes over the hundreds of
     thousands of objects being made find nothing to free and took half of the time (measured here)."""
     was = gc.isenabled()
@@ -138,7 +138,7 @@ class Checkpoints(Generic[State]):
                     return None
                 if any(_footing(Path(file[0]), file[3]) != file for file in header["files"]):
                     return None
-                with _gc_paused():
+                with gc_paused():
                     state: State = pickle.load(f)
                 self._loaded = [(file[0], file[3]) for file in header["files"]]
                 self._loaded_size = os.fstat(f.fileno()).st_size
@@ -158,7 +158,7 @@ class Checkpoints(Generic[State]):
             if any(file is None for file in footing):
                 return
             header = json.dumps({"identity": self._identity, "files": footing}).encode()
-            with _gc_paused():
+            with gc_paused():
                 body = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
             self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.chmod(self.directory, 0o700)  # ours (else this fails): private whatever the umask made it
