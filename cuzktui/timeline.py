@@ -29,10 +29,11 @@ counting them. Running jobs are never evicted. Segments (one per daemon run) and
 from __future__ import annotations
 
 import math
+import operator
 from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from itertools import accumulate
 from typing import Any, Final, Literal, NamedTuple
 
@@ -129,6 +130,11 @@ class Partition:
         self._read_details()
         return self._ntt
 
+    def __reduce__(self) -> tuple[type[Partition], tuple[object, ...]]:
+        """Pickled as its constructor's arguments: a model checkpoint holds tens of thousands of partitions,
+        and these unpickle in a third less time than the default (a dict of every slot, set one by one)."""
+        return (Partition, _partition_fields(self))
+
     def keep_unread(self, lines: DetailLines) -> None:
         """Remember where ``lines`` are in the log, to parse them when the details are looked at."""
         if self._unread is None:
@@ -159,6 +165,9 @@ class Partition:
     @property
     def gpu_s(self) -> float | None:
         return _span(self.gpu_start, self.gpu_end)
+
+
+_partition_fields: Final = operator.attrgetter(*(f.name for f in fields(Partition)))
 
 
 @dataclass(slots=True, eq=False)

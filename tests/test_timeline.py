@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import calendar
+import pickle
+from dataclasses import fields
 from pathlib import Path
 from typing import cast
 
@@ -18,7 +20,7 @@ from cuzktui.events import (
     TimelineEvent,
 )
 from cuzktui.logparse import parse_line
-from cuzktui.timeline import LaneEntry, PipelineNow, Timeline
+from cuzktui.timeline import LaneEntry, Partition, PipelineNow, Timeline
 
 FIXTURE = Path(__file__).parent / "data" / "timeline_restart.log"
 RUN1 = calendar.timegm((2026, 5, 1, 7, 0, 1))  # "starting cuzk engine" of the first run
@@ -321,3 +323,19 @@ def test_a_jobs_first_start_follows_its_partitions_starts() -> None:
     timeline.apply(tl_event(8000, "SYNTH_START", "a", partition=1))
     assert job.first_start == 1006.0
     assert [j.job_id for j in timeline.jobs()] == ["b", "a"]
+
+
+def test_a_pickled_timeline_keeps_every_partition_whole_and_tied_to_its_job(fed: Timeline) -> None:
+    assert any(p.cuzk_timing for job in fed.jobs() for p in job.partitions.values())  # fields past defaults
+    copy = pickle.loads(pickle.dumps(fed, protocol=pickle.HIGHEST_PROTOCOL))
+    assert [j.key for j in copy.jobs()] == [j.key for j in fed.jobs()]
+    for job, copied_job in zip(fed.jobs(), copy.jobs(), strict=True):
+        for index, p in job.partitions.items():
+            copied = copied_job.partitions[index]
+            assert copied.job is copied_job
+            assert [getattr(copied, f.name) for f in fields(Partition) if f.name != "job"] == [
+                getattr(p, f.name) for f in fields(Partition) if f.name != "job"
+            ]
+    lanes = copy.lanes()
+    assert lanes == fed.lanes()
+    assert all(copy.job(e.segment, e.job_id) is not None for entries in lanes.values() for e in entries)
