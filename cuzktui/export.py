@@ -27,6 +27,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final, NamedTuple, TextIO
 
+from . import collector
 from .daemon_facts import nominal_bytes
 from .events import (
     BenchRestart,
@@ -210,8 +211,7 @@ def _observed_events(observed: Iterable[ObservedEvent]) -> list[dict[str, Any]]:
 
 
 # Events encoded at once when writing: each batch is one call of the C encoder, and only one batch of
-# event dicts is alive at a time (all of a week's log at once held hundreds of MB, and the cyclic
-# collector's passes over them took a fifth of the export).
+# event dicts is alive at a time (all of a week's log at once held hundreds of MB).
 _WRITE_BATCH: Final = 2000
 
 
@@ -254,7 +254,7 @@ def write_chrome_trace(
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with os.fdopen(fd, "w", encoding="utf-8") as f, collector.paused():
             count = _write_trace(f, _trace_events(timeline, observed_events))
             f.flush()
             os.fsync(f.fileno())

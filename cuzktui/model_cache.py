@@ -23,18 +23,19 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gc
 import hashlib
 import json
 import os
 import pickle
 import stat
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final, Generic, TypeVar
 
 from platformdirs import user_cache_dir
+
+from . import collector
 
 ENV: Final = "CUZK_TUI_CACHE"
 MAX_ENTRIES: Final = 32
@@ -66,19 +67,6 @@ def code_fingerprint() -> str:
     for module in sorted(Path(__file__).parent.glob("*.py")):
         digest.update(module.name.encode() + b"\0" + module.read_bytes())
     return digest.hexdigest()
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """The cyclic collector off while a model is pickled or unpickled: its passes over the hundreds of
-    thousands of objects being made find nothing to free and took half of the time (measured here)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _private(st: os.stat_result) -> bool:
@@ -138,8 +126,11 @@ class Checkpoints(Generic[State]):
                     return None
                 if any(_footing(Path(file[0]), file[3]) != file for file in header["files"]):
                     return None
-                with gc_paused():
+                with collector.paused():
                     state: State = pickle.load(f)
+                    # A model lives as long as its reader holds it: the young generations' passes over it
+                    # were a tenth of a read-again report.
+                    collector.to_oldest_generation()
                 self._loaded = [(file[0], file[3]) for file in header["files"]]
                 self._loaded_size = os.fstat(f.fileno()).st_size
                 os.utime(f.fileno())  # most recently used
@@ -158,7 +149,7 @@ class Checkpoints(Generic[State]):
             if any(file is None for file in footing):
                 return
             header = json.dumps({"identity": self._identity, "files": footing}).encode()
-            with gc_paused():
+            with collector.paused():
                 body = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
             self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.chmod(self.directory, 0o700)  # ours (else this fails): private whatever the umask made it

@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from . import collector
 from . import events as ev
 from .config import ConfigError, load_config
 from .controller import ControllerError, Identity, ReadOnlyControls, ReplayClock
 from .local import LocalQueries
 from .model import SessionModel
-from .model_cache import gc_paused
 from .session import Progress, SessionReading, SessionSource, SourceError, resolve_source, resume_reading
 from .session_layout import config_versions
 from .units import format_size
@@ -55,12 +55,12 @@ class Keyframe:
 
     @classmethod
     def take(cls, t: float, reading: SessionReading, model: SessionModel) -> Keyframe:
-        with gc_paused():
+        with collector.paused():
             return cls(t, zlib.compress(pickle.dumps((reading, model), pickle.HIGHEST_PROTOCOL), 1))
 
     def restore(self) -> tuple[SessionReading, SessionModel]:
         """A reading that goes on from this point (its events after it) and the model of the events before."""
-        with gc_paused():
+        with collector.paused():
             reading, model = pickle.loads(zlib.decompress(self.state))
         return reading, model
 

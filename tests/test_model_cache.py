@@ -6,6 +6,7 @@ format strings) cut and grown at line boundaries; sessions are written with Sess
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 from collections.abc import Sequence
@@ -232,3 +233,11 @@ def test_a_session_whose_files_are_far_apart_in_time_is_read_whole_and_not_store
         assert _entries() == []
     _figures(session.path, cache=True)
     assert len(_entries()) == 2  # the test has teeth: within the bound, both reads store one
+
+
+def test_a_loaded_model_goes_to_the_collectors_oldest_generation(tmp_path: Path) -> None:
+    log = _write(tmp_path / "daemon.log", FIXTURE)
+    load_session(log)
+    assert _start(log) == len(FIXTURE)  # resumed from the checkpoint
+    _, model = load_session(log)
+    assert any(o is model.timeline for o in gc.get_objects(generation=2))

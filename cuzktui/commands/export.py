@@ -7,7 +7,6 @@ trace shows the same jobs with the same final states (an OOM-killed job is cut a
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
 from pathlib import Path
 
@@ -29,9 +28,6 @@ def run_export(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     except OSError as exc:
         return _fail(f"{exc.filename or source}: cannot read: {exc.strerror or exc}")
-    # The model lives until the process exits: the cyclic collector's passes while the trace is written
-    # need not walk its objects again (with them, they took a tenth of a large export).
-    gc.freeze()
     for problem in recorded.damage:
         print(f"cuzk-tui export: {problem}", file=sys.stderr)
     observed = recorded.observed

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import sys
 from pathlib import Path
@@ -37,7 +36,6 @@ def run_report(args: argparse.Namespace) -> int:
             f"cuzk-tui report: {error.filename or args.source}: cannot read: {error.strerror or error}", file=sys.stderr
         )
         return 1
-    gc.freeze()  # the model lives until the process exits: the collector need not walk it again
     for problem in recorded.damage:
         print(f"cuzk-tui report: {problem}", file=sys.stderr)
     report = build_report(model, str(recorded.source.path), _time_scale(recorded.source.directory))
