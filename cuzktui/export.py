@@ -233,7 +233,9 @@ def build_chrome_trace(timeline: Timeline, observed_events: Iterable[ObservedEve
 def _write_trace(f: TextIO, events: Iterable[dict[str, Any]]) -> int:
     """The text ``json.dumps(build_chrome_trace(...), separators=(",", ":"))`` makes, written batch by
     batch from ``events``; the number of events."""
-    encode = json.JSONEncoder(separators=(",", ":")).encode
+    # The events are fresh dicts of plain values: no cycle to look for (the encoder's bookkeeping of every
+    # dict and list it is in was a fifth of the encoding; the text is the same).
+    encode = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
     f.write('{"traceEvents":[')
     count = 0
     iterator = iter(events)
