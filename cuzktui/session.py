@@ -40,7 +40,6 @@ from platformdirs import user_state_dir
 
 from . import events as ev
 from . import model_cache
-from .config import ConfigError, load_config
 from .events import Stream
 from .logparse import event_line_starts, is_inert, lazy_line_starts, parse_line, strip_ansi
 from .model import SessionModel
@@ -655,6 +654,10 @@ class RecordedSession:
 
 def _unreadable_files(directory: Path) -> list[str]:
     """meta.json and the config versions that do not read, and what is not known without them."""
+    # Imported here: only a session directory has config versions, and the config's modules (tomlkit,
+    # the knob tables) are a twentieth of a bare log's read-again report.
+    from .config import ConfigError, load_config
+
     problems: list[str] = []
     _, why = _load_meta(directory)
     if why is not None:

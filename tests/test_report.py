@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -532,3 +534,15 @@ def test_a_failed_batch_fails_every_sector_of_it(tmp_path: Path) -> None:
     assert jobs["porep-b0"] == ("failed", "CUDA error 700: an illegal memory access")
     assert jobs["porep-b1"] == ("failed", "CUDA error 700: an illegal memory access")
     assert jobs["porep-later"][0] == "incomplete"  # enqueued, never taken: not in that batch
+
+
+def test_a_bare_logs_report_and_export_load_none_of_the_configs_modules(tmp_path: Path) -> None:
+    log = Path(__file__).parent / "data" / "timeline_restart.log"
+    code = (
+        "import sys\nfrom cuzktui.cli import main\n"
+        f"main(['report', '--json', {str(log)!r}])\n"
+        f"main(['export', {str(log)!r}, '-o', {str(tmp_path / 'trace.json')!r}])\n"
+        "print(sorted(m for m in ('cuzktui.config', 'tomlkit') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert done.stdout.splitlines()[-1] == "[]"

@@ -7,7 +7,6 @@ import json
 import sys
 from pathlib import Path
 
-from ..config import ConfigError, load_config
 from ..report import build_report, render_text
 from ..session import SourceError, load_session
 from ..session_layout import config_versions
@@ -18,6 +17,8 @@ def _time_scale(directory: Path | None) -> float | None:
     versions = config_versions(directory) if directory is not None else []
     if not versions:
         return None
+    from ..config import ConfigError, load_config  # here: a bare log's report needs none of the config's modules
+
     try:
         value = load_config(versions[-1]).effective().get("engine.time_scale")
     except ConfigError:
