@@ -222,11 +222,11 @@ def main() -> None:
             best_feed = max(best_feed, _rate(path, feed, 1)[1])
         repeats = range(args.repeat)
         bulk = {
-            name: max(lines / _cpu(functools.partial(load_session, path, cache=False, **options)) for _ in repeats)
-            for name, options in (
-                ("details parsed", {"lazy": False}),
-                ("details lazy", {}),
-                ("no details", {"details": False}),
+            name: max(lines / _cpu(load) for _ in repeats)
+            for name, load in (
+                ("details parsed", functools.partial(load_session, path, cache=False, lazy=False)),
+                ("details lazy", functools.partial(load_session, path, cache=False)),
+                ("no details", functools.partial(load_session, path, cache=False, details=False)),
             )
         }
         by_kind: dict[str, list[str]] = {}
