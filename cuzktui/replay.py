@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import gc
 import pickle
 import time
 import zlib
@@ -169,12 +170,17 @@ class ReplayController(ReadOnlyControls, LocalQueries):
 
     def _restore(self, keyframe: Keyframe | None) -> None:
         """The model and the pass as they were at ``keyframe`` (None: a fresh model and a pass from the start)."""
+        self.model = SessionModel(log_source=self._log_source)
+        self._stream, self._pending, self._fed_t = iter(()), None, None
+        # The old model's jobs and partitions refer to one another, so only the cyclic collector frees
+        # them, and a keyframe is unpickled with it paused: uncollected, three seeks on a 1 M-line log
+        # held three models (a peak of 191 MB instead of 125).
+        gc.collect()
         if keyframe is None:
-            self.model = SessionModel(log_source=self._log_source)
-            self._stream, self._pending, self._fed_t = iter(self._reading()), None, None
+            self._stream = iter(self._reading())
             return
         reading, self.model = keyframe.restore()
-        self._stream, self._pending, self._fed_t = iter(reading), None, keyframe.t
+        self._stream, self._fed_t = iter(reading), keyframe.t
 
     def _feed_until(self, t: float) -> bool:
         """Apply the events placed at or before ``t`` (whether the model changed)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,20 @@ def test_a_seek_restores_the_latest_keyframe_before_it_and_shows_what_the_events
     now[0] += 30.0  # past the daemon restart (the log is quiet from +18 s to +60 s)
     assert asyncio.run(replay.poll())
     assert replay.cursor_t == middle + 30.0 and _shown(replay.model) == shown(middle + 30.0)
+
+
+def test_a_seek_back_leaves_no_model_for_the_collector_to_find(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A model's jobs and partitions refer to one another: the one a seek replaces is freed by the seek, not
+    # whenever the collector next runs over everything (a few seeks would hold a few models meanwhile).
+    monkeypatch.setattr(replay_module, "KEYFRAME_MIN_BYTES", 1)
+    replay = ReplayController(FIXTURE, cache=False)
+    replay.load()
+    span = replay.span
+    assert span is not None
+    for t in ((span[0] + span[1]) / 2, span[0]):  # to a keyframe, then from the start
+        gc.collect()
+        replay.seek(t)
+        assert gc.collect() == 0, t
 
 
 def test_a_session_replay_seeks_from_keyframes_its_log_and_events_read_in_stretches(
