@@ -67,9 +67,12 @@ __all__ = [
     "timing_events",
 ]
 
-_ANSI_RE: Final = re.compile(r"\x1b\[[0-9;]*m")
-# A field boundary: one space, an identifier, '='. Dotted keys come from `log` records.
-_KEY_RE: Final = re.compile(r" ([A-Za-z_][\w.]*)=")
+# A run of SGR codes as one match (a coloured line's codes come in pairs: reset, then the next colour): fewer
+# pieces to join than one match a code, and the same text left.
+_ANSI_RE: Final = re.compile(r"\x1b\[[0-9;]*+m(?:\x1b\[[0-9;]*+m)*+")
+# A field boundary: one space, an identifier, '='. Dotted keys come from `log` records. The identifier is
+# possessive: '=' is no word character, so a word that is no key is given up at once, not letter by letter.
+_KEY_RE: Final = re.compile(r" ([A-Za-z_][\w.]*+)=")
 _ESCAPE_RE: Final = re.compile(r"\\(u\{[0-9a-fA-F]{1,6}\}|.)", re.DOTALL)
 _SIMPLE_ESCAPES: Final = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", '"': '"', "'": "'"}
 _LEVELS: Final = frozenset({"TRACE", "DEBUG", "INFO", "WARN", "ERROR"})
@@ -89,6 +92,8 @@ def strip_ansi(line: str) -> str:
     return _ANSI_RE.sub("", line) if "\x1b" in line else line
 
 
+# Cached: the same few worker, partition and count texts recur on most lines.
+@lru_cache(maxsize=1024)
 def _uint(text: str | None) -> int | None:
     """A non-negative decimal integer, or None (``str.isdigit`` alone accepts '²')."""
     if text is not None and text.isascii() and text.isdigit():
@@ -96,6 +101,7 @@ def _uint(text: str | None) -> int | None:
     return None
 
 
+@lru_cache(maxsize=1024)
 def _option_int(text: str | None) -> int | None:
     """``Some(6)`` / ``6`` -> 6; ``None`` or anything else -> None."""
     if text is not None and text.startswith("Some(") and text.endswith(")"):

@@ -220,3 +220,16 @@ def test_fixed_lines_of_the_generators_pieces_on_each_path() -> None:
     assert _fast_path_takes(leap) and parse_line(leap) == PlainLine(leap)
     for line in (timing, quoted, wide, leap):
         assert parse_line(line) == _general([line])[0]
+
+
+_ONE_CODE: re.Pattern[str] = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.lists(st.sampled_from(("\x1b[", "\x1b[0m", "\x1b[32m", "\x1b[1;2m", "\x1b", "[", "m", "0", ";", "a", " ", "é")))
+)
+def test_strip_ansi_removes_exactly_each_colour_code(pieces: list[str]) -> None:
+    # strip_ansi removes runs of codes in one match: the text left is that of removing them one by one.
+    text = "".join(pieces)
+    assert strip_ansi(text) == _ONE_CODE.sub("", text)
