@@ -8,6 +8,7 @@ import signal
 import sys
 from pathlib import Path
 
+from ..collector import QuietCollections
 from ..controller import BenchRequest, Controller, ControllerError
 from ..daemon_facts import CLI_KINDS
 from ..live import AttachTarget, LiveController, LiveOptions, find_detached_session
@@ -66,8 +67,12 @@ def _run(controller: Controller, args: argparse.Namespace) -> int:
         os._exit(128 + signum)
 
     signal.signal(signal.SIGHUP, hung_up)
-    app = CuzkApp(controller, ascii_only=bool(args.ascii), theme=args.theme)
-    app.run(mouse=not args.no_mouse)
+    collections = QuietCollections()
+    app = CuzkApp(controller, ascii_only=bool(args.ascii), theme=args.theme, collections=collections)
+    try:
+        app.run(mouse=not args.no_mouse)
+    finally:
+        collections.close()
     # Printed here, on the terminal the operator returns to, unwrapped: the attach line must paste whole.
     farewell = controller.farewell()
     if farewell:

@@ -28,6 +28,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Input
 
+from ..collector import QuietCollections
 from ..controller import Controller, PollBackoff
 from ..figures import status_line
 from ..units import format_size
@@ -114,9 +115,12 @@ class CuzkApp(App[None]):
         ascii_only: bool = False,
         theme: str | None = None,
         poll_interval: float = 1.0,
+        collections: QuietCollections | None = None,
     ) -> None:
         super().__init__()
         self.controller = controller
+        # The process's collector, run at quiet polls (the command that owns the process passes it).
+        self._collections = collections
         self.ascii_only = ascii_only
         self._backoff = PollBackoff(poll_interval)
         self._requested_theme = theme
@@ -178,8 +182,11 @@ class CuzkApp(App[None]):
             if recovered is not None:
                 self.notify(recovered, title="Controller")
         self.refresh_visible()
+        behind = bool(self.controller.log_backlog())
+        if self._collections is not None:
+            self._collections.after_poll(behind)
         # Behind a flooding log: the next poll goes on with it at once (each poll leaves the UI half the loop).
-        delay = CATCH_UP_DELAY_S if self.controller.log_backlog() else self._backoff.delay()
+        delay = CATCH_UP_DELAY_S if behind else self._backoff.delay()
         self._poll_timer = self.set_timer(delay, self._poll_tick)
 
     @work(exclusive=True, group="controller")

@@ -16,6 +16,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Static
 
 from cuzktui import events as ev
+from cuzktui.collector import QuietCollections
 from cuzktui.model import SessionModel
 from cuzktui.ui.app import SCREENS, ActionsProvider, CuzkApp
 from cuzktui.ui.modals import ConfirmModal, HelpScreen, QuitScreen
@@ -194,6 +195,38 @@ async def test_behind_a_flooding_log_the_app_polls_again_at_once_and_says_so() -
         for _ in range(5):
             await pilot.pause()
         assert fake.polls == 3 and "catching up" not in app.sub_title
+
+
+async def test_after_each_poll_the_app_hands_its_collections_whether_it_is_behind_the_log() -> None:
+    """The full collections wait for polls that are not behind a flooding log (collector.QuietCollections)."""
+
+    class Told(QuietCollections):
+        def __init__(self) -> None:
+            super().__init__()
+            self.behind: list[bool] = []
+
+        def after_poll(self, behind: bool) -> bool:  # records only: the test process's collector is left alone
+            self.behind.append(behind)
+            return False
+
+    class Behind(FakeController):
+        backlog = 2
+
+        def log_backlog(self) -> int:
+            return self.backlog
+
+        async def poll(self) -> bool:
+            self.polls += 1
+            self.backlog = max(0, self.backlog - 1)
+            return True
+
+    fake, told = Behind(build_model([])), Told()
+    app = make_app(fake, collections=told)
+    async with app.run_test() as pilot:
+        deadline = asyncio.get_running_loop().time() + 30
+        while len(told.behind) < 2 and asyncio.get_running_loop().time() < deadline:
+            await pilot.pause()
+    assert told.behind == [True, False]
 
 
 async def test_the_palette_offers_every_bound_action(events: list[Timed]) -> None:
