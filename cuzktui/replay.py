@@ -41,7 +41,7 @@ from .units import format_size
 # much costs a few tenths of a second). Pickling the model costs about 2 % of reading what it models, so
 # the keyframes of one load cost about KEYFRAMES / 2 × 2 % of it (measured: 8, 10 %; 16, 20 %): a seek
 # reads at most 1/8 of the log. Loads resumed from a checkpoint add keyframes for what was appended;
-# beyond 2 × KEYFRAMES every other one goes.
+# beyond 2 × KEYFRAMES the one whose going leaves the shortest stretch goes (never the first or the latest).
 KEYFRAMES: Final = 8
 KEYFRAME_MIN_BYTES: Final = 4 << 20
 
@@ -66,9 +66,12 @@ class Keyframe:
 
 
 def _keep(keyframes: list[Keyframe], keyframe: Keyframe) -> None:
+    """Add ``keyframe`` (the latest); past 2 × KEYFRAMES, drop the one between the two closest neighbours,
+    so that a log regrown over many replays stays covered evenly (halving from the latest left the first
+    nine tenths of such a log to one keyframe)."""
     keyframes.append(keyframe)
     if len(keyframes) > 2 * KEYFRAMES:
-        del keyframes[-2::-2]  # every other one, from the latest (kept)
+        del keyframes[min(range(1, len(keyframes) - 1), key=lambda i: keyframes[i + 1].t - keyframes[i - 1].t)]
 
 
 # A load's result: the model, the span of the events' times, the keyframes.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import itertools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -133,6 +134,20 @@ def test_a_seek_restores_the_latest_keyframe_before_it_and_shows_what_the_events
     now[0] += 30.0  # past the daemon restart (the log is quiet from +18 s to +60 s)
     assert asyncio.run(replay.poll())
     assert replay.cursor_t == middle + 30.0 and _shown(replay.model) == shown(middle + 30.0)
+
+
+def test_keyframes_added_over_many_resumes_stay_bounded_ordered_and_spread_to_the_latest() -> None:
+    # A log regrown and replayed again and again adds keyframes to its checkpoint's each time: past twice
+    # KEYFRAMES every other one goes, so a seek still reads at most a few stretches and memory stays bounded.
+    cap = 2 * replay_module.KEYFRAMES
+    keyframes: list[replay_module.Keyframe] = []
+    for n in range(1, 20 * cap):
+        replay_module._keep(keyframes, replay_module.Keyframe(float(n), b""))
+        times = [keyframe.t for keyframe in keyframes]
+        assert len(times) <= cap and times[-1] == n and times == sorted(times), n
+        if n >= cap:  # the log stays covered: no stretch much longer than an even share of it
+            gaps = [b - a for a, b in itertools.pairwise([0.0, *times])]
+            assert max(gaps) <= 2 * n / cap, (n, times)
 
 
 def test_a_seek_back_leaves_no_model_for_the_collector_to_find(monkeypatch: pytest.MonkeyPatch) -> None:
