@@ -11,8 +11,6 @@ row shows, and what each daemon-run separator says.
 * :class:`WaterfallRows` counts the rows (a separator per daemon run after the first, per job a row and
   one per partition, or one per GPU worker) without building them: a long session has 11,000 rows of
   which a frame shows ~40, so a :class:`Row` is built only when the view asks for its index.
-* :class:`LaneHolds` cuts a worker's holds to a window for the lanes view, at the ``now`` of one timeline
-  version, from the index the timeline keeps as holds open and close (Timeline.lane_holds).
 
 The UI (cuzktui/ui/widgets/waterfall.py) draws what these return and decides nothing of it.
 """
@@ -26,9 +24,8 @@ from dataclasses import dataclass
 from operator import le
 from typing import Literal, overload
 
-from .figures import timeline_now
 from .model import SessionModel
-from .timeline import Job, LaneEntry, Partition, Segment, Timeline, run_number
+from .timeline import Job, Partition, Segment, Timeline, run_number
 
 Span = tuple[float, float, object]  # (start, end, what it is: the layout never reads the last)
 
@@ -393,27 +390,3 @@ class WaterfallRows(Sequence[Row]):
                 if before:
                     return before[-1]
         return selected if any(self._selectable(b) for b in range(len(self._blocks))) else None
-
-
-class LaneHolds:
-    """Every worker's holds of partitions as (start, stop, entry), an open hold stopping where its job,
-    its daemon run or now stops it (Timeline.open_end), for the timeline version and the now of ``key``.
-
-    Drawing a worker's lane in a window costs the holds in that window: the timeline keeps its lanes
-    indexed as holds open and close, so a change costs the lanes view what changed, not a walk of every
-    hold."""
-
-    def __init__(self, model: SessionModel) -> None:
-        self._timeline = model.timeline
-        self._now = timeline_now(model)
-        self.key = self.key_of(model)
-
-    @staticmethod
-    def key_of(model: SessionModel) -> tuple[int, int, float | None]:
-        """What the holds depend on: the model, the timeline's version and now (an open hold's stop)."""
-        return (id(model), model.timeline.version, timeline_now(model))
-
-    def holds(self, worker: int, start: float, end: float) -> list[tuple[float, float, LaneEntry]]:
-        """The worker's holds that start by ``end`` from the first that reaches ``start``, in start order
-        (one that ends before ``start`` after a longer one that does not is kept: it draws nothing)."""
-        return self._timeline.lane_holds(worker, start, end, self._now)

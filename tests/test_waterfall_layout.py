@@ -10,8 +10,8 @@ from cuzktui import events as ev
 from cuzktui.figures import timeline_now
 from cuzktui.logparse import parse_line
 from cuzktui.model import SessionModel
+from cuzktui.timeline import LaneEntry
 from cuzktui.waterfall_layout import (
-    LaneHolds,
     RunBoundary,
     WaterfallRows,
     clamp_window,
@@ -185,10 +185,14 @@ def test_selection_steps_over_partitions_and_lanes_and_stops_at_either_end() -> 
 
 def test_a_lanes_holds_in_a_window_are_every_hold_that_reaches_into_it_in_start_order() -> None:
     model = _two_runs()
-    holds = LaneHolds(model)
+    now = timeline_now(model)
+
+    def holds(worker: int, start: float, end: float) -> list[tuple[float, float, LaneEntry]]:
+        return model.timeline.lane_holds(worker, start, end, now)
+
     span = model.timeline.time_span()
     assert span is not None
-    every = holds.holds(0, *span)
+    every = holds(0, *span)
     assert [(e.job_id, e.partition) for _, _, e in every] == [
         ("porep-1000-1", 0),
         ("porep-1000-2", 0),
@@ -198,14 +202,14 @@ def test_a_lanes_holds_in_a_window_are_every_hold_that_reaches_into_it_in_start_
         ("porep-1000-5", 0),
     ]
     assert all(stop > start for start, stop, _ in every)
-    still_open = holds.holds(1, *span)[-1]
+    still_open = holds(1, *span)[-1]
     assert still_open[2].end is None and still_open[1] == timeline_now(model)  # an open hold runs to now
     for a in range(int(span[0]), int(span[1]) + 2, 3):
         for b in range(a, int(span[1]) + 2, 7):
-            shown = holds.holds(0, a, b)
+            shown = holds(0, a, b)
             assert [h for h in every if h[0] <= b and h[1] >= a] == [h for h in shown if h[1] >= a]
             assert all(h[0] <= b for h in shown)
-    assert holds.holds(7, *span) == []
-    assert holds.key == LaneHolds.key_of(model)
+    assert holds(7, *span) == []
     model.apply(parse_line("TIMELINE,30000,GPU_END,porep-1000-5,worker=1,partition=1,gpu_ms=2000"))
-    assert holds.key != LaneHolds.key_of(model)
+    closed = holds(1, *span)[-1]  # the index follows the timeline: the open hold has closed
+    assert closed[2].end is not None and closed[1] == closed[2].end

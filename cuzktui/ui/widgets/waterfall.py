@@ -38,7 +38,7 @@ from ...figures import session_origin, timeline_now
 from ...model import SessionModel
 from ...timeline import LaneEntry, Partition
 from ...units import format_duration
-from ...waterfall_layout import LaneHolds, Row, WaterfallRows, clamp_window, column_owners
+from ...waterfall_layout import Row, WaterfallRows, clamp_window, column_owners
 from ..theme import Palette
 from .charts import changed_span, stepped_length
 
@@ -189,7 +189,6 @@ class WaterfallView(ScrollView, can_focus=True):
         self._rows_key: tuple[int, int, bool] | None = None
         self._strips: dict[tuple[int, bool], Strip] = {}  # by (row, selected); row -1 is the axis
         self._strips_key: object = None
-        self._holds: LaneHolds | None = None  # the lanes view's, for the timeline it was read from
         self._frame: _View | None = None  # while a frame is drawn
         self._bars: dict[tuple[object, ...], list[RichSegment]] = {}  # a row's bar by its intervals
         self._bars_view: object = None  # the view they were drawn in
@@ -464,9 +463,8 @@ class WaterfallView(ScrollView, can_focus=True):
             intervals = phase_intervals(row.partition, timeline.open_end(row.partition, view.now))
             return Strip(label + self._bar(intervals, window, view), width)
         assert row.worker is not None
-        if self._holds is None or self._holds.key != LaneHolds.key_of(self._model):
-            self._holds = LaneHolds(self._model)
-        lanes = self._holds.holds(row.worker, *window)
+        # The timeline keeps each lane indexed: a window's holds cost the holds in it (Timeline.lane_holds).
+        lanes = timeline.lane_holds(row.worker, *window, view.now)
         return Strip(label + self._lane(lanes, window, view), width)
 
     def _after(self, bar: Strip, t: float, window: tuple[float, float], text: str, style: Style) -> Strip:
