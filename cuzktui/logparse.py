@@ -193,7 +193,13 @@ def parse_timestamp(text: str) -> float | None:
     seconds, micros = text[17:19], text[20:26]
     if not (seconds.isascii() and seconds.isdigit() and micros.isascii() and micros.isdigit()):
         return None
-    base = _minute_epoch(text[:16])
+    return _stamp(text[:16], seconds, micros)
+
+
+def _stamp(minute: str, seconds: str, micros: str) -> float | None:
+    """Unix seconds of a timestamp's parts ("YYYY-MM-DDTHH:MM", "SS", "ffffff", digits already checked); None
+    for a minute that is no date or seconds past a leap second."""
+    base = _minute_epoch(minute)
     if base is None or int(seconds) > 60:
         return None
     return base + int(seconds) + int(micros) / 1e6
@@ -614,11 +620,11 @@ def _head(line: str) -> _Head | None:
     if match is None:
         return _general_head(line)
     minute, seconds, micros, level, span_block, target = match.groups()
-    base = _minute_epoch(minute)
+    ts = _stamp(minute, seconds, micros)
     spans = () if span_block is None else _span_block(span_block)
-    if base is None or int(seconds) > 60 or spans is None:
+    if ts is None or spans is None:
         return None
-    return base + int(seconds) + int(micros) / 1e6, _LEVEL_NAMES[level], spans, target, match.end()
+    return ts, _LEVEL_NAMES[level], spans, target, match.end()
 
 
 def _parse_human(line: str) -> LogEvent:
