@@ -48,11 +48,12 @@ from .daemon_address import DAEMON_DEFAULT_LISTEN
 from .daemon_config import read_config
 from .knobs import Severity
 from .local import LocalQueries
+from .log_copy import LogCopy
 from .metrics import MetricsExporter
 from .model import SessionModel
 from .planner import memcheck_for
 from .recording import DaemonRecorder
-from .session import SessionFollower, SessionWriter, list_sessions, read_meta
+from .session import SessionFollower, SessionWriter, list_sessions, open_private_append, read_meta
 from .supervisor import (
     DaemonProgram,
     DaemonStartError,
@@ -102,6 +103,9 @@ INGEST_WORK_S = 0.008  # longer: keys wait longer; shorter: more of the time goe
 POLL_BUDGET_S = 1.0
 # Behind by more than this many bytes of log at the end of a poll is said in a notice (with its end).
 BEHIND_NOTICE_BYTES = 1 << 20
+# An attached daemon's log file is copied into the session (log_copy.LogCopy) at most this much a poll, in a
+# thread: far more than a daemon writes in one, so the copy runs ahead of what the poll folds in.
+COPY_BYTES_PER_POLL = 64 << 20
 
 
 def _partition_phase(p: Partition) -> str:
@@ -272,6 +276,8 @@ class LiveController(LocalQueries):
         self._tune: _TuneRun | None = None
         self._closing = False  # shutdown: a search that ends now does not relaunch the daemon
         self._behind_since: tuple[float, int] | None = None  # (when, lines read then) while behind the log
+        self._log_copy: LogCopy | None = None  # an attached daemon's log file, copied into the session
+        self._copy_error: str | None = None  # why the last copy failed, said once
 
     # -- identity ------------------------------------------------------------------------
 
@@ -318,9 +324,10 @@ class LiveController(LocalQueries):
             self.exporter = exporter
         mode = o.program.mode if o.program is not None else "attached"
         self.session = SessionWriter.create(label=mode, directory=o.session_dir, mode=mode)
-        # A journald log is copied into the session's daemon.log, which the follower reads by default.
-        log_path = o.attach.log_path if o.attach is not None and o.attach.journal_unit is None else None
-        self._follower = SessionFollower(self.session.path, log_path)
+        # The follower reads the session's daemon.log whatever the daemon: a launched one writes it, an attached
+        # one's log file or journal is copied into it (so the session keeps what was followed, for replay).
+        self._log_copy = self._copy_of(o.attach, self.session)
+        self._follower = SessionFollower(self.session.path)
         self._tasks.append(asyncio.create_task(self._record_memcheck()))
         if o.program is None:
             assert o.attach is not None
@@ -346,6 +353,38 @@ class LiveController(LocalQueries):
         self._recorder.start()
         if self.exporter is not None:
             self._tasks.append(asyncio.create_task(self.exporter.follow_daemon(self.model, o.sample_interval)))
+
+    @staticmethod
+    def _copy_of(target: AttachTarget | None, session: SessionWriter) -> LogCopy | None:
+        """The copy of an attached daemon's log file into the session; None when there is none to make: no
+        log file (a journal, /status only), or the file is the session's own (re-attaching to a daemon this
+        tool launched, whose log the session already is)."""
+        if target is None or target.log_path is None or target.journal_unit is not None:
+            return None
+        source, destination = Path(target.log_path), session.daemon_log_path
+        os.close(open_private_append(destination))  # there from the start: the Logs screen shows the copy
+        if source.exists() and source.samefile(destination):
+            return None
+        return LogCopy(source, destination)
+
+    async def _copy_log(self, limit: int | None = COPY_BYTES_PER_POLL) -> None:
+        """Copy what the attached daemon's log file gained into the session, saying its rotations."""
+        copy = self._log_copy
+        if copy is None:
+            return
+        try:
+            notes = await asyncio.to_thread(copy.step, limit)
+        except OSError as error:
+            why = f"cannot copy {copy.source} into the session ({error.strerror or error}): the log is not followed"
+            if why != self._copy_error:
+                self._copy_error = why
+                self._notice("error", f"{why} until it can be read and written again")
+            return
+        if self._copy_error is not None:
+            self._copy_error = None
+            self._notice("info", f"{copy.source} is copied into the session again")
+        for note in notes:
+            self._notice("warning" if note.lost else "info", note.text)
 
     def _initial_config(self) -> str:
         o = self.options
@@ -524,6 +563,7 @@ class LiveController(LocalQueries):
             if run.running == running:
                 run.figures = figures
         async with self._poll_lock:  # the app's poll and a drain's both read the follower
+            await self._copy_log()
             changed = await self._ingest()
             if self.exporter is not None:
                 self.exporter.refresh(self.model)
@@ -543,7 +583,7 @@ class LiveController(LocalQueries):
                 # events.jsonl as one whole read would (the screens never see an event before its past).
                 slice_ = follower.iter_keyed(log_limit=INGEST_SLICE_BYTES, hold=True)
                 changed = self.model.apply_all([event for _, event in slice_]) or changed
-                now, backlog = time.monotonic(), self.log_backlog()
+                now, backlog = time.monotonic(), self._unread()
                 if not backlog or now - started >= INGEST_WORK_S:
                     break
             if not backlog or now >= deadline:
@@ -551,11 +591,16 @@ class LiveController(LocalQueries):
             await asyncio.sleep(now - started)  # the UI's half of the loop
         # The poll's end lets go of what is held, as a poll that reads everything at once did.
         changed = self.model.apply_all([event for _, event in follower.iter_keyed(log_limit=0)]) or changed
-        self._say_backlog(follower, backlog)
+        self._say_backlog(follower, self.log_backlog())
         return changed
 
     def log_backlog(self) -> int:
         """Bytes of the daemon's log written but not read yet: a flood being caught up on."""
+        copy = self._log_copy
+        return self._unread() + (copy.pending() if copy is not None else 0)
+
+    def _unread(self) -> int:
+        """Bytes of the session's daemon.log not folded in yet."""
         follower = self._follower
         if follower is None:
             return 0
@@ -868,6 +913,10 @@ class LiveController(LocalQueries):
                     await asyncio.to_thread(self._bench_proc.wait, 30)
         if self._recorder is not None:
             await self._recorder.stop()
+        if self._log_copy is not None:
+            async with self._poll_lock:
+                await self._copy_log(limit=None)  # the session keeps the log up to the end of the watch
+            self._log_copy.close()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

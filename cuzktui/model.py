@@ -312,6 +312,11 @@ class SessionModel:
             return True
         return self._apply_log(event)
 
+    @property
+    def jobs_from_status(self) -> bool:
+        """The jobs were drawn from /status partition states (a daemon watched without its log: coarser)."""
+        return self._status_timeline.drew
+
     def daemon_uptime(self) -> float | None:
         """The daemon's own uptime at the model's time: the latest /status ``uptime_secs`` of this run, else
         GetStatus ``uptime_seconds`` at readiness, else (a daemon we launched) the time since its launch;

@@ -26,6 +26,12 @@ __all__ = ["build_report", "render_text"]
 _GAP_SHARE: Final = 0.02
 _GAPS_LISTED: Final = 5
 _ENGINE_PREFIX: Final = "cuzk-engine: "
+# What jobs drawn from /status lack (status_timeline.py), said under the counts.
+STATUS_JOBS: Final = (
+    "(jobs from the daemon's /status polls: no log was followed. Coarser than a log: a phase seen only after "
+    "it ended is placed at the poll that saw it, a job that came and went between two polls is missed, "
+    "monolithic PoSt proofs never show, and no failure has its reason)"
+)
 
 
 def _percentile(values: Sequence[float], q: float) -> float:
@@ -157,6 +163,8 @@ def build_report(model: SessionModel, source: str, time_scale: float | None = No
         "engine_time": engine,
         # Durations are the emulated box's seconds (engine time_scale known), else the log's wall seconds.
         "time_scale": time_scale if modelled else None,
+        # "status": no log was followed, the jobs are the daemon's /status polls' (see STATUS_JOBS).
+        "job_source": "status" if model.jobs_from_status else "log",
         "jobs": entries,
         "counts": {key: counts.get(key, 0) for key in ("completed", "failed", "incomplete")},
         "phases": {
@@ -206,6 +214,8 @@ def render_text(report: dict[str, Any]) -> str:
         f"jobs: {len(report['jobs'])}  completed {counts['completed']}  failed {counts['failed']}  "
         f"incomplete {counts['incomplete']}   daemon runs: {report['daemon_runs']} (restarts {report['restarts']})"
     )
+    if report["job_source"] == "status":
+        lines.append(STATUS_JOBS)
     for exit_event in report["exits"]:
         evidence = "; ".join(exit_event["evidence"])
         lines.append(f"daemon exit: {exit_event['cause']}" + (f" ({evidence})" if evidence else ""))

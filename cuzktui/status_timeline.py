@@ -47,6 +47,11 @@ class StatusTimeline:
         self._finished: set[str] = set()
         self._worker_gpus: dict[str, str] = {}
 
+    @property
+    def drew(self) -> bool:
+        """Whether any poll listed partitions: the jobs came from /status."""
+        return self._anchored
+
     def events(self, snapshot: StatusSnapshot) -> list[LogEvent]:
         out: list[LogEvent] = []
         if not snapshot.partitions:

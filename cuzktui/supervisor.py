@@ -43,6 +43,7 @@ from .client import STATUS_TIMEOUT_S, ClientError, DaemonClient, StatusError, fe
 from .config import ConfigDocument, ConfigError
 from .daemon_config import read_config
 from .diagnosis import BudgetFacts, budget_root_cause
+from .log_copy import PipeCopy
 from .logfilter import launch_environment
 from .logparse import strip_ansi
 from .planner import cgroup_aware_budget
@@ -57,6 +58,8 @@ DEFAULT_STOP_GRACE_S: Final = 10.0
 LIVENESS_INTERVAL_S: Final = 1.0
 SILENT_AFTER_S: Final = 3.0
 _POLL_S: Final = 0.1
+# Once journalctl has ended, the copy of its output has this long to write the rest of the pipe.
+JOURNAL_COPY_END_S: Final = 10.0
 # How much of daemon.log's tail is searched for a fatal report.
 _REPORT_TAIL_BYTES: Final = 64 * 1024
 
@@ -415,6 +418,7 @@ class Supervisor:
         self._probed: tuple[float, pb.GetStatusResponse] | None = None
         self._journal_unit: str | None = None
         self._journal: subprocess.Popen[bytes] | None = None
+        self._journal_copy: PipeCopy | None = None
         self._config_text: str | None = None  # the running config, for the exit's root cause
 
     # -- events ---------------------------------------------------------------------------
@@ -634,21 +638,26 @@ class Supervisor:
             await self._sleep_or_exit(self.liveness_interval)
 
     def _start_journal(self, uptime: float | None) -> None:
-        """``journalctl -o cat -f -u UNIT`` appending to daemon.log: from this daemon run's start when its
-        uptime is known, else its last lines."""
+        """``journalctl -o cat -f -u UNIT`` appended to daemon.log: from this daemon run's start when its
+        uptime is known, else its last lines. Through a pipe, a line at a time (log_copy.PipeCopy): a session
+        that rolls over (:meth:`record_into`) takes the next line, and journalctl ends with this process
+        however it ends (its next write breaks the pipe) instead of appending to the session for ever."""
         if self._journal_unit is None or self._journal is not None:
             return
         since = ["--since", f"@{int(time.time() - uptime)}"] if uptime is not None else ["--lines", "1000"]
         argv = ["journalctl", "-o", "cat", "-f", "-u", self._journal_unit, *since]
-        log_fd = self.session.open_daemon_log()
         try:
-            self._journal = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=subprocess.DEVNULL, start_new_session=True
-            )
+            journal = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )  # fmt: skip
         except OSError as error:
             self._emit(ev.Notice(time.time(), "error", f"cannot read the journal ({shlex.join(argv)}): {error}"))
-        finally:
-            os.close(log_fd)
+            return
+        assert journal.stdout is not None
+        self._journal = journal
+        self._journal_copy = PipeCopy(os.dup(journal.stdout.fileno()), self.session.daemon_log_path)
+        journal.stdout.close()
 
     def recent_status(self, max_age: float) -> pb.GetStatusResponse | None:
         """The liveness probe's GetStatus answer if it is at most ``max_age`` seconds old (None: ask)."""
@@ -837,6 +846,9 @@ class Supervisor:
             self._journal.terminate()
             await asyncio.to_thread(self._journal.wait)
             self._journal = None
+        if self._journal_copy is not None:
+            await asyncio.to_thread(self._journal_copy.join, JOURNAL_COPY_END_S)
+            self._journal_copy = None
         await self._reset_client()
         if self._watch is not None and not self.running:
             self._watch.close()

@@ -366,6 +366,15 @@ async def test_without_a_log_the_waterfall_comes_from_status_polls(tmp_path: Pat
         assert all(p.synth_start is not None and p.gpu_end is not None for p in job.partitions.values())
     finally:
         await controller.shutdown(stop_daemon=False)
+    # The session keeps them: its replay and report show the job the live screen showed, and say whence.
+    from cuzktui.report import STATUS_JOBS, build_report, render_text
+    from cuzktui.session import load_session
+
+    _, replayed = load_session(tmp_path / "session", cache=False)
+    assert [(j.job_id, j.status) for j in replayed.timeline.jobs()] == [("porep-1000-1", "completed")]
+    report = build_report(replayed, "session")
+    assert report["job_source"] == "status" and report["counts"]["completed"] == 1
+    assert STATUS_JOBS in render_text(report)
 
 
 async def test_a_benchmark_left_running_shows_after_re_attaching_with_the_printed_line(tmp_path: Path) -> None:

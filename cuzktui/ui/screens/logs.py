@@ -24,11 +24,15 @@ from ..widgets.logview import ALL_LEVELS, Level, LogView
 
 
 def log_path_of(controller: Controller) -> Path | None:
-    """The daemon log the model names, else the session's ``daemon.log``."""
+    """The session's ``daemon.log`` (a launched daemon's log, or the copy of an attached one's log file or
+    journal), else the log the model names (a bare log's replay; a session recorded before attached logs
+    were copied into it names the file it followed)."""
+    session_dir = controller.identity.session_dir
+    if session_dir is not None and (session_dir / DAEMON_LOG).exists():
+        return session_dir / DAEMON_LOG
     named = controller.model.daemon.log_path or controller.model.log_source
     if named:
         return Path(named)
-    session_dir = controller.identity.session_dir
     return session_dir / DAEMON_LOG if session_dir is not None else None
 
 
