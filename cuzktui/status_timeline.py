@@ -11,6 +11,9 @@ Coarser than the log, at the poll rate: a phase that starts while running is pla
 (``uptime - synth_ms`` is its start), a phase seen only after it ended is placed at the poll that
 saw it end, and a job that came and went between two polls is not seen at all. Monolithic PoSt
 work never reaches the tracker (engine.rs), so it never shows here.
+
+Memory stays bounded over weeks of polls (``record``): what is kept of a job goes once /status stops
+listing it (status.rs drops a job 30 s after it completed), so an id submitted again later is a new job.
 """
 
 from __future__ import annotations
@@ -55,6 +58,8 @@ class StatusTimeline:
     def events(self, snapshot: StatusSnapshot) -> list[LogEvent]:
         out: list[LogEvent] = []
         if not snapshot.partitions:
+            self._partitions.clear()
+            self._finished.clear()
             return out
         if not self._anchored:
             # TIMELINE offset 0 is the engine start: uptime_secs before this poll.
@@ -91,6 +96,9 @@ class StatusTimeline:
             elif all(state == "done" for state in states):
                 self._finished.add(job_id)
                 out.append(ProofAssembled(snapshot.t, job_id, None, None, None, None))
+        self._finished &= jobs.keys()
+        for key in [key for key in self._partitions if key[0] not in jobs or key[0] in self._finished]:
+            del self._partitions[key]
         return out
 
     def _advance(

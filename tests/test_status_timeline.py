@@ -9,6 +9,7 @@ import pytest
 from cuzktui import events as ev
 from cuzktui.client import snapshot_from_status
 from cuzktui.model import SessionModel
+from cuzktui.status_timeline import StatusTimeline
 from tests.status_bodies import partition, pipeline, status_body
 
 
@@ -49,6 +50,24 @@ def test_status_polls_draw_each_partition_and_finish_jobs() -> None:
     assert (p1.synth_start, p1.synth_end) == (pytest.approx(1000.5), pytest.approx(1001.7))
     assert (p1.gpu_start, p1.gpu_end) == (pytest.approx(1003.1), pytest.approx(1004.0))
     assert model.timeline.segments[0].anchored
+
+
+def test_a_job_status_listed_again_after_dropping_it_is_drawn_again_as_its_log_lines_would_be() -> None:
+    # status.rs drops a job 30 s after it completed; what was kept of it goes with it (weeks of polls
+    # stay bounded), so the id submitted again is drawn anew, not taken for the finished one.
+    drawn = StatusTimeline()
+    job = "wpost-1000-1"
+    polls = [
+        poll(1000.0, 100.0, [pipeline(job, [partition(0, "synthesizing", 100)])]),
+        poll(1001.0, 101.0, [pipeline(job, [partition(0, "done", 900, 100)])]),
+        poll(1040.0, 140.0, []),
+        poll(1050.0, 150.0, [pipeline(job, [partition(0, "synthesizing", 200)])]),
+    ]
+    starts = [
+        [e.offset_ms for e in drawn.events(snapshot) if isinstance(e, ev.TimelineEvent) and e.event == "SYNTH_START"]
+        for snapshot in polls
+    ]
+    assert starts == [[99_900], [], [], [149_800]]
 
 
 def test_a_snapshot_recorded_with_a_log_adds_nothing_to_the_waterfall() -> None:
