@@ -48,7 +48,7 @@ from .daemon_address import DAEMON_DEFAULT_LISTEN
 from .daemon_config import read_config
 from .knobs import Severity
 from .local import LocalQueries
-from .log_copy import LogCopy
+from .log_copy import LogCopy, run_preamble
 from .metrics import MetricsExporter
 from .model import SessionModel
 from .planner import memcheck_for
@@ -179,6 +179,9 @@ class LiveOptions:
     sample_interval: float = 1.0
     metrics_address: tuple[str, int] | None = None  # serve OpenMetrics here (cuzktui.metrics)
 
+
+# What a rolled-over session takes from the one it continues (the rest is its own: label, creation time).
+_CARRIED_META = frozenset({"memcheck"})
 
 # Without a profile the engine still emulates a typical proving box: "auto" budgets are then
 # read against 256 GiB, not this machine's RAM × 256 (a 6 TiB box on a 24 GiB laptop).
@@ -593,6 +596,57 @@ class LiveController(LocalQueries):
         changed = self.model.apply_all([event for _, event in follower.iter_keyed(log_limit=0)]) or changed
         self._say_backlog(follower, self.log_backlog())
         return changed
+
+    async def roll_over(self, root: Path | None = None) -> Path:
+        """Go on recording the attached daemon in a new session under ``root`` (default: the sessions
+        directory) and return its path: a recording of weeks (``record --keep``) is then sessions that expire.
+
+        The new session stands alone: its daemon.log begins with the current daemon run's first lines (its
+        TIMELINE offsets count from that run's engine start), its events.jsonl with the attach and the
+        daemon's state now (ready, silent or dead, its proof counts); then the log's next line and the next
+        sample. No line or event is in both sessions or in neither; a job under way at the switch is in both,
+        unfinished in the first. The model goes on as it was (the screens and metrics see no switch)."""
+        old, supervisor, follower = self.session, self.supervisor, self._follower
+        if self.options.program is not None or old is None or supervisor is None or follower is None:
+            raise ControllerError("only an attached daemon's recording rolls over to a new session")
+        async with self._poll_lock:
+            await self._copy_log(limit=None)
+            preamble = await asyncio.to_thread(run_preamble, old.daemon_log_path)
+            new = SessionWriter.create(label="attached", root=root, mode="attached")
+            carried = {key: value for key, value in old.read_meta().items() if key in _CARRIED_META}
+            new.write_meta({**carried, "continues": str(old.path)})
+            out = open_private_append(new.daemon_log_path)
+            try:
+                os.write(out, preamble)
+            finally:
+                os.close(out)
+            # From here on (no await until the follower moves) every writer records into the new session.
+            supervisor.record_into(new)
+            self.session = new
+            if self._log_copy is not None:
+                self._log_copy.destination = new.daemon_log_path
+            # What the old session got before the switch (the journal's last lines, the last probe), so that
+            # the daemon's state carried over is the latest.
+            self.model.apply_all([event for _, event in follower.iter_keyed()])
+            for event in self._daemon_now(time.time()):
+                self._record(event)
+            self._follower = SessionFollower(new.path, offsets=(len(preamble), os.stat(new.events_path).st_size))
+            old.close()
+        return new.path
+
+    def _daemon_now(self, t: float) -> list[ev.ObservedEvent]:
+        """The attached daemon's state as the model has it now, as events at ``t`` (a rolled-over session's start)."""
+        d = self.model.daemon
+        events: list[ev.ObservedEvent] = []
+        if d.phase == "ready":
+            events.append(ev.DaemonReadyObserved(t, d.pid, 0.0, uptime_s=self.model.daemon_uptime()))
+        if d.silent is not None:
+            events.append(replace(d.silent, t=t))
+        if d.phase == "dead" and d.exit is not None:
+            events.append(replace(d.exit, t=t))
+        if self.model.daemon_counts is not None:
+            events.append(replace(self.model.daemon_counts, t=t))
+        return events
 
     def log_backlog(self) -> int:
         """Bytes of the daemon's log written but not read yet: a flood being caught up on."""

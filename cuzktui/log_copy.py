@@ -81,6 +81,14 @@ class _Source:
     def size(self) -> int:
         return os.fstat(self.fd).st_size
 
+    def waiting(self) -> int:
+        """Bytes not read yet up to the file's last newline (all of them after a truncate)."""
+        size = self.size()
+        if size < self.offset:
+            return size
+        rest = os.pread(self.fd, min(size - self.offset, COPY_CHUNK), self.offset)
+        return size - self.offset if len(rest) == COPY_CHUNK else rest.rfind(b"\n") + 1
+
     def truncated(self) -> bool:
         if self.size() < self.offset:
             return True
@@ -271,12 +279,24 @@ class LogCopy:
         start = run_start(fd, size)
         return 0 if start is None else start
 
-    def _drain(self, source: _Source, out: int, limit: int | None) -> tuple[int, bool]:
-        """Copy ``source`` from where it was read to (at most ``limit`` bytes); (bytes read, whether at its end)."""
+    def _drain(self, source: _Source, out: int, limit: int | None, *, whole: bool = True) -> tuple[int, bool]:
+        """Copy ``source`` from where it was read to (at most ``limit`` bytes): whole lines, a line still being
+        written waits for the next look, unless ``whole`` is False (a file its writer has left). (Bytes read,
+        whether nothing more can be taken now.) Whole lines only, so a copy moved to another session
+        (``destination``) between two looks never splits a line between the two."""
         read = 0
         while limit is None or read < limit:
             want = COPY_CHUNK if limit is None else min(COPY_CHUNK, limit - read)
             data = os.pread(source.fd, want, source.offset)
+            if whole and not data.endswith(b"\n"):
+                cut = data.rfind(b"\n") + 1
+                if cut:
+                    data = data[:cut]
+                elif len(data) < want:  # the file ends in a line being written (or ends)
+                    return read, True
+                elif want < COPY_CHUNK:  # a line that reaches past the limit: next time
+                    return read, False
+                # else a line longer than a chunk: copied in pieces (the follower cuts it so too)
             if not data:
                 return read, True
             source.offset += len(data)
@@ -293,6 +313,7 @@ class LogCopy:
         previous, self._previous = self._previous, None
         if previous is None:
             return
+        self._drain(previous, out, None, whole=False)
         if previous.tail and not previous.tail.endswith(b"\n"):
             _write_all(out, b"\n")
         os.close(previous.fd)
@@ -310,7 +331,7 @@ class LogCopy:
                 kept = _Source(fd, (0, 0), current.offset, current.tail)
                 if kept.size() < current.offset or kept.truncated():
                     continue
-                taken, _ = self._drain(kept, out, None)
+                taken, _ = self._drain(kept, out, None, whole=False)
             finally:
                 os.close(fd)
             if kept.tail and not kept.tail.endswith(b"\n"):
@@ -337,13 +358,13 @@ class LogCopy:
         return [path for _, path in sorted(found, reverse=True)[:_COPIES_LOOKED_AT]]
 
     def pending(self) -> int:
-        """Bytes of the log (the renamed-away file and the current one) not copied yet."""
+        """Bytes of the log (the renamed-away file and the current one) not copied yet, but a line still being
+        written at its end."""
         waiting = 0
         for source in (self._previous, self._current):
             if source is not None:
                 with contextlib.suppress(OSError):
-                    size = source.size()
-                    waiting += size - source.offset if size >= source.offset else size
+                    waiting += source.waiting()
         if self._current is None:
             with contextlib.suppress(OSError):
                 waiting += self.source.stat().st_size

@@ -4,12 +4,14 @@ A session directory (``user_state_dir("cuzk-tui")/sessions/<YYYYmmdd-HHMMSS>-<la
 0700, every file 0600) holds:
 
 * ``daemon.log`` — the daemon's stdout and stderr, written by the daemon itself (the supervisor
-  hands it the file, opened O_APPEND; several daemon runs follow one another in it);
+  hands it the file, opened O_APPEND; several daemon runs follow one another in it); for an attached
+  daemon, the copy of its log file or journal from the attach on (cuzktui.log_copy);
 * ``config/v001.toml``, ``v002.toml`` … — every config version the daemon was started with;
 * ``events.jsonl`` — observed events (:func:`events.to_record`), one JSON object per line, each
   appended with a single ``write`` on an O_APPEND descriptor, so the TUI and a benchmark runner
   in another process can record into the same session without interleaving;
-* ``meta.json`` — host, GPUs, cgroup, memcheck report, tool version, creation time, mode.
+* ``meta.json`` — host, GPUs, cgroup, memcheck report, tool version, creation time, mode; ``continues``:
+  the session a recording rolled over from (``record --keep``).
 
 :class:`SessionFollower` turns the two growing files back into events. The TUI polls it while
 a session is live and :func:`iter_session_events` drains it once for replay and export, so live
@@ -428,8 +430,8 @@ class _EventsReader:
     """events.jsonl → observed events. A damaged line (a torn write, garbage) is skipped, counted and
     said in a Notice; a whole record glued after a torn one on its line is recovered; reading goes on."""
 
-    def __init__(self, path: Path) -> None:
-        self._tail = _Tail(path)
+    def __init__(self, path: Path, offset: int = 0) -> None:
+        self._tail = _Tail(path, offset)
         self._key = 0.0
         self.damaged = 0  # lines skipped
         self._first_damage = ""
@@ -497,7 +499,9 @@ class SessionFollower:
 
     Each poll merges the two files' new events by time (log lines by their printed timestamp,
     TIMELINE and other unstamped lines by their predecessor's, observed events by ``t``) while
-    keeping each file's own order. ``log_path`` overrides daemon.log (attached daemons log elsewhere).
+    keeping each file's own order. ``log_path`` overrides daemon.log (a bare log, or a session recorded
+    before an attached daemon's log file was copied into it); ``offsets`` start the reading of daemon.log
+    and events.jsonl past what is already modelled (a live session that rolled over).
     """
 
     def __init__(
@@ -509,13 +513,14 @@ class SessionFollower:
         skip_inert: bool = False,
         details: bool = True,
         lazy: bool = False,
+        offsets: tuple[int, int] = (0, 0),
     ) -> None:
         self.path = Path(directory)
         log = Path(log_path) if log_path is not None else self.path / DAEMON_LOG
-        self._log = LogFollower(log, skip_inert=skip_inert, details=details, lazy=lazy)
+        self._log = LogFollower(log, offsets[0], skip_inert=skip_inert, details=details, lazy=lazy)
         # ``observed`` False: a bare log, whose directory's events.jsonl (if any) is not its session's.
         self._observed = observed
-        self._events = _EventsReader(self.path / EVENTS_FILE if observed else Path(os.devnull))
+        self._events = _EventsReader(self.path / EVENTS_FILE if observed else Path(os.devnull), offsets[1])
         # Events read but held back by a holding pass (log's, events.jsonl's), merged into the next
         # pass; None: a holding pass gave up (see _holding), so this state is not one to resume from.
         self._held: tuple[list[_Keyed], list[_Keyed]] | None = ([], [])

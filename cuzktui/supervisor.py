@@ -572,22 +572,30 @@ class Supervisor:
             with contextlib.suppress(OSError):
                 self._launch_offset = self.log_path.stat().st_size
         await self._reset_client()
-        self._emit(
-            ev.DaemonLaunched(
-                t=time.time(),
-                mode="attached",
-                pid=self.pid,
-                command=(),
-                config_path=None,
-                listen=address,
-                log_path=str(self.log_path) if self.log_path is not None else None,
-                status_url=status_url,
-            )
-        )
+        self._emit(self._attached(time.time()))
         if self.pid is not None:
             self._watch = _ExitWatch(self.pid, None)
             self._exit_task = asyncio.ensure_future(self._observe_exit(self._watch))
         self._liveness_task = asyncio.ensure_future(self._watch_liveness(time.time()))
+
+    def _attached(self, t: float) -> ev.DaemonLaunched:
+        """What opens an attached daemon's record in a session."""
+        assert self.listen is not None
+        log_path = str(self.log_path) if self.log_path is not None else None
+        return ev.DaemonLaunched(t, "attached", self.pid, (), None, self.listen, log_path, self.status_url)
+
+    def record_into(self, session: SessionWriter) -> None:
+        """Record an attached daemon into ``session`` from now on (``record --keep`` rolls its session over):
+        it begins as an attach does, with the daemon's DaemonLaunched; the journal's next line goes to its
+        daemon.log. A launched daemon writes its own log into its session, which cannot move."""
+        if self.program is not None:
+            raise SupervisorError("a daemon this tool launched writes its log into its session: it cannot move")
+        self.session = session
+        if self._journal_unit is not None:
+            self.log_path, self._launch_offset = session.daemon_log_path, 0
+        if self._journal_copy is not None:
+            self._journal_copy.retarget(session.daemon_log_path)
+        self._emit(self._attached(time.time()))
 
     async def _probe(self) -> tuple[float | None, str | None]:
         """One liveness probe: (uptime in seconds, None) when GetStatus or /status answers, else (None, why)."""

@@ -4,14 +4,20 @@ a log, the jobs /status showed, said to be coarser."""
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 from cuzktui.live import AttachTarget, LiveController, LiveOptions
+from cuzktui.model import SessionModel
 from cuzktui.report import build_report
 from cuzktui.session import load_session
+from tests.test_attach import polled_until
 from tests.test_report import assembled, partitioned_job, startup
 
 DONE_PER_STEP = 2
@@ -28,6 +34,10 @@ def jobs_done(first: int, count: int, second: float) -> bytes:
 
 def completed(model_jobs: Sequence[tuple[str, str]]) -> list[str]:
     return sorted(job for job, status in model_jobs if status == "completed")
+
+
+def statuses(model: SessionModel) -> list[tuple[str, str]]:
+    return [(job.job_id, job.status) for job in model.timeline.jobs()]
 
 
 async def test_an_attached_sessions_replay_and_report_show_every_job_the_live_screen_showed_through_rotations(
@@ -77,3 +87,84 @@ async def test_an_attached_sessions_replay_and_report_show_every_job_the_live_sc
     assert report["daemon_runs"] == 1 and report["job_source"] == "log"
     assert loaded.source.log_path == session / "daemon.log"
     assert "porep-0-1" not in (session / "daemon.log").read_text()
+
+
+def under_way(n: int) -> bytes:
+    """Job ``n``'s first partition synthesizing: under way when the session rolls over."""
+    return (partitioned_job(f"porep-1000-{n}", 1000 * n, partitions=1)[0] + "\n").encode()
+
+
+def finished(n: int, second: float) -> bytes:
+    rest = partitioned_job(f"porep-1000-{n}", 1000 * n, partitions=1)[1:]
+    return ("\n".join([*rest, assembled(second, f"porep-1000-{n}")]) + "\n").encode()
+
+
+async def test_a_recording_rolled_over_to_a_new_session_loses_no_line_and_each_session_stands_alone(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "cuzk.log"
+    run = ("\n".join(startup()) + "\n").encode()
+    log.write_bytes(run + jobs_done(1, 2, 10.0) + under_way(3))
+    first = tmp_path / "first"
+    target = AttachTarget(f"unix://{tmp_path}/nothing.sock", log_path=str(log))
+    controller = LiveController(LiveOptions(program=None, attach=target, session_dir=first))
+    await controller.start()
+    try:
+        await polled_until(controller, lambda: controller.model.daemon.silent is not None, "nothing answers")
+        second = await controller.roll_over(tmp_path / "sessions")
+        with log.open("ab") as daemon:
+            daemon.write(finished(3, 20.0) + jobs_done(4, 2, 30.0))
+        await controller.poll()
+        live = [(job.job_id, job.status) for job in controller.model.timeline.jobs()]
+        synth_end_live = controller.model.timeline.jobs()[2].partitions[0].synth_end
+    finally:
+        await controller.shutdown(stop_daemon=False)
+    every = [f"porep-1000-{n}" for n in range(1, 6)]
+    assert completed(live) == every and len(live) == len(every), "the live model saw no switch"
+
+    # Every line of the run is in exactly one of the two sessions; the second begins with the run's start.
+    old_log, new_log = (first / "daemon.log").read_bytes(), (second / "daemon.log").read_bytes()
+    assert new_log.startswith(run) and old_log + new_log.removeprefix(run) == log.read_bytes()
+    _, old = load_session(first, cache=False)
+    assert [(j["job_id"], j["status"], j["reason"]) for j in build_report(old, "first")["jobs"]] == [
+        ("porep-1000-1", "completed", ""), ("porep-1000-2", "completed", ""),
+        ("porep-1000-3", "incomplete", "still in synthesis when the recording ends"),
+    ]  # fmt: skip
+    _, new = load_session(second, cache=False)
+    assert completed([(j.job_id, j.status) for j in new.timeline.jobs()]) == every[2:]
+    # Anchored by the run's engine start: job 3's end of synthesis at the wall time the live screen showed.
+    (job3,) = [j for j in new.timeline.jobs() if j.job_id == "porep-1000-3"]
+    assert job3.partitions[0].synth_end == synth_end_live
+    assert new.daemon.mode == "attached" and new.daemon.silent is not None, "the attach and its state carried"
+    assert json.loads((second / "meta.json").read_text())["continues"] == str(first)
+
+
+async def test_a_journal_followed_into_a_rolled_over_session_goes_on_at_the_next_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    journal = tmp_path / "journal"  # what journald holds of the unit
+    run = ("\n".join(startup()) + "\n").encode()
+    journal.write_bytes(run + jobs_done(1, 2, 10.0))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    stand_in = bin_dir / "journalctl"  # follows the unit's entries as `journalctl -o cat -f` prints them
+    stand_in.write_text(f"#!/bin/sh\nexec tail -n +1 -f {shlex.quote(str(journal))}\n")
+    stand_in.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    first = tmp_path / "first"
+    target = AttachTarget(f"unix://{tmp_path}/nothing.sock", journal_unit="cuzk.service")
+    controller = LiveController(LiveOptions(program=None, attach=target, session_dir=first))
+    await controller.start()
+    model = controller.model
+    try:
+        await polled_until(controller, lambda: len(completed(statuses(model))) == 2, "the journal's first jobs")
+        second = await controller.roll_over(tmp_path / "sessions")
+        with journal.open("ab") as journald:
+            journald.write(jobs_done(3, 2, 20.0))
+        await polled_until(controller, lambda: len(completed(statuses(model))) == 4, "the journal's next jobs")
+    finally:
+        await controller.shutdown(stop_daemon=False)
+    old_log, new_log = (first / "daemon.log").read_bytes(), (second / "daemon.log").read_bytes()
+    assert new_log.startswith(run) and old_log + new_log.removeprefix(run) == journal.read_bytes()
+    _, new = load_session(second, cache=False)
+    assert completed(statuses(new)) == ["porep-1000-3", "porep-1000-4"]

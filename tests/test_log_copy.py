@@ -186,12 +186,30 @@ def test_a_writer_without_o_append_leaves_a_hole_after_copytruncate_that_is_skip
     writer.close()
 
 
-def test_a_limited_step_copies_the_rest_next_time(log: Path, copy: LogCopy) -> None:
+def test_a_limited_step_copies_whole_lines_and_the_rest_next_time(log: Path, copy: LogCopy) -> None:
     log.write_bytes(lines("a", 100))
     copy.step(limit=1000)
-    assert len(copied(copy)) == 1000 and copy.pending() == len(lines("a", 100)) - 1000
+    first = copied(copy)
+    assert 900 < len(first) <= 1000 and first.endswith(b"\n") and lines("a", 100).startswith(first)
+    assert copy.pending() == len(lines("a", 100)) - len(first)
     copy.step()
     assert copied(copy) == lines("a", 100) and copy.pending() == 0
+
+
+def test_a_line_being_written_is_copied_whole_once_it_ends_even_into_another_session(
+    tmp_path: Path, log: Path, copy: LogCopy
+) -> None:
+    writer = Writer(log)
+    writer.write(lines("a") + b"TIMELINE,9000,SYNTH_")
+    copy.step()
+    assert copied(copy) == lines("a") and copy.pending() == 0, "the unfinished line is no backlog"
+    first = copy.destination
+    copy.destination = tmp_path / "next-session.log"  # record --keep rolled the session over
+    writer.write(b"START,b,partition=0\n")
+    copy.step()
+    assert first.read_bytes() == lines("a")
+    assert copy.destination.read_bytes() == b"TIMELINE,9000,SYNTH_START,b,partition=0\n"
+    writer.close()
 
 
 def test_the_preamble_is_the_current_runs_first_lines_up_to_its_first_job(tmp_path: Path) -> None:

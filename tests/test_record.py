@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+import json
+import os
 import signal
 import subprocess
 import sys
@@ -54,3 +57,42 @@ async def test_record_attached_serves_the_daemons_figures_and_leaves_it_running(
     assert alive(engine.proc.pid)  # an attached daemon is not ours to stop
     assert (session / "events.jsonl").exists()
     assert "session recorded in" in err.read_text()
+
+
+@pytest.mark.slow
+def test_record_keep_goes_on_in_a_new_session_that_stands_alone(tmp_path: Path) -> None:
+    """``--keep 2s``: a new session every second, each continuing the one before, beginning with the
+    daemon run's first lines; the line written after a switch is in the newer session only."""
+    from cuzktui.session import list_sessions
+    from tests.test_report import startup
+
+    log = tmp_path / "cuzk.log"
+    run = "\n".join(startup()) + "\n"
+    log.write_text(run)
+    root = tmp_path / "state" / "cuzk-tui" / "sessions"
+    argv = [sys.executable, "-m", "cuzktui.cli", "record", "--attach", f"unix://{tmp_path}/nothing.sock",
+            "--log", str(log), "--keep", "2s"]  # fmt: skip
+    err = tmp_path / "recorder.err"
+    with err.open("wb") as out:
+        recorder = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=out,
+            env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")},
+        )  # fmt: skip
+    try:
+        first = wait_for("the first session", lambda: list_sessions(root) or None, 60)[0].path
+        with log.open("a") as daemon:
+            daemon.write("TIMELINE,5000,SYNTH_START,porep-1000-1,partition=0\n")
+        wait_for("a session after the line", lambda: len(list_sessions(root)) >= 3 or None, 60)
+        recorder.send_signal(signal.SIGTERM)
+        assert recorder.wait(timeout=60) == 0, err.read_text()
+    finally:
+        if recorder.poll() is None:
+            recorder.kill()
+            recorder.wait(timeout=30)
+    sessions = [info.path for info in list_sessions(root)]
+    assert sessions[0] == first and "recording on in" in err.read_text()
+    for before, after in itertools.pairwise(sessions):
+        assert json.loads((after / "meta.json").read_text())["continues"] == str(before)
+        assert (after / "daemon.log").read_text().startswith(run)
+    holding = [path for path in sessions if "porep-1000-1" in (path / "daemon.log").read_text()]
+    assert len(holding) == 1

@@ -5,6 +5,12 @@ It is the TUI's own live controller driven by a loop instead of an app: the same
 Progress and the session's notices go to stderr (the journal, under systemd). SIGTERM, SIGINT and
 SIGHUP stop it cleanly: a daemon it launched is stopped, an attached one is left alone.
 
+A recorder runs for weeks. ``--keep AGE`` removes sessions older than AGE, and an attached daemon's
+recording goes on in a new session every day (every AGE/2 when that is shorter;
+:meth:`LiveController.roll_over`), so its disk use is about AGE of sessions, not one session that
+grows for ever; its memory is the model's, bounded whatever the length (model.py). A launched
+daemon writes its log into its session, which cannot move: such a session grows with the run.
+
 Exit status: 0 stopped by a signal, 1 the start failed, 2 bad usage.
 """
 
@@ -23,10 +29,22 @@ from ..controller import ControllerError
 from ..live import AttachTarget, LiveController, LiveOptions
 from ..retention import AgeError, parse_age, prune_sessions
 from ..supervisor import choose_program
+from ..units import format_duration
 from .tui import UsageError, memory_limit_of, metrics_address, parse_run_bench
 
 # A recorder runs for weeks: expired sessions are removed at start and then hourly.
 PRUNE_INTERVAL_S = 3600.0
+# An attached recorder with --keep goes on in a new session this often at most (see the module docstring).
+ROLL_OVER_MAX_S = 86400.0
+
+
+def roll_over_every(options: LiveOptions, keep_s: float | None) -> float | None:
+    """Seconds between two sessions of a recording (None: one session): with ``--keep`` an attached daemon's
+    recording rolls over every day, or every half of --keep when that is less, so sessions expire a piece at
+    a time; a session named with ``--session`` is the operator's (never pruned, never left)."""
+    if keep_s is None or options.attach is None or options.session_dir is not None:
+        return None
+    return min(ROLL_OVER_MAX_S, keep_s / 2)
 
 
 def _say(text: str) -> None:
@@ -102,10 +120,19 @@ async def record(options: LiveOptions, keep_s: float | None) -> int:
         _say(f"metrics on http://{f'[{host}]' if ':' in host else host}:{port}/metrics")
     printer = _NoticePrinter()
     next_prune = 0.0
+    roll_s = roll_over_every(options, keep_s)
+    next_roll = None if roll_s is None else time.monotonic() + roll_s
+    if roll_s is not None:
+        _say(f"a new session every {format_duration(roll_s)}, so that sessions older than --keep can go")
     try:
         while not stop.is_set():
             await controller.poll()
             printer.print_new(list(controller.model.notices))
+            if roll_s is not None and next_roll is not None and time.monotonic() >= next_roll:
+                next_roll = time.monotonic() + roll_s
+                _say(f"session {session.path} recorded; recording on in {await controller.roll_over()}")
+                assert controller.session is not None
+                session = controller.session
             if keep_s is not None and time.monotonic() >= next_prune:
                 next_prune = time.monotonic() + PRUNE_INTERVAL_S
                 for path in await asyncio.to_thread(prune_sessions, None, keep_s, time.time(), [session.path]):
