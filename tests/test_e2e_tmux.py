@@ -13,6 +13,7 @@ Textual draws on stderr, so nothing is redirected.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -33,7 +34,9 @@ import pytest
 from cuzktui import events as ev
 from cuzktui.config import ConfigDocument
 from cuzktui.daemon_address import DAEMON_DEFAULT_LISTEN
+from cuzktui.report import build_report
 from cuzktui.session import iter_session_events, load_session
+from cuzktui.supervisor import engine_program
 from cuzktui.waterfall_layout import RunBoundary, run_boundary
 from tests.conftest import alive, fast_engine_config, standin_daemon_on_path
 
@@ -273,3 +276,93 @@ def test_leave_running_prints_one_attach_line_that_shows_the_benchmark_again(e2e
     with contextlib.suppress(AssertionError):
         tmux.wait_for(lambda s: "Still running" in s, "the quit dialog", 5)
         tmux.keys("s")
+
+
+PROOFS_PER_BATCH = 2
+
+
+async def _prove_batches(address: str, between: list[Callable[[], None]]) -> list[str]:
+    """Batches of PoRep proofs on the engine, ``between`` run after each batch but the last; the job ids."""
+    from cuzktui.client import DaemonClient
+    from tests.engine.engine_harness import porep_request
+
+    ids: list[str] = []
+    async with DaemonClient(address) as client:
+        for batch in range(len(between) + 1):
+            wanted = [f"porep-1000-{batch * PROOFS_PER_BATCH + n + 1}" for n in range(PROOFS_PER_BATCH)]
+            results = await asyncio.gather(*(client.prove(porep_request(job), timeout=BENCH_S) for job in wanted))
+            assert all(r.status == r.COMPLETED for r in results), results
+            ids += wanted
+            if batch < len(between):
+                between[batch]()
+    return ids
+
+
+def test_attach_and_record_keep_every_proof_of_a_daemon_whose_log_is_rotated_both_ways(
+    e2e: E2E, tmp_path: Path
+) -> None:
+    """A daemon that logs to a file of its own (systemd's ``StandardOutput=append:``), watched by the TUI
+    (``attach --log``) and by a headless recorder (``record --attach --log``) while logrotate rotates the
+    file with copytruncate, then by renaming it: both sessions' report, and the attached one's replay,
+    list every proof."""
+    from cuzktui.replay import ReplayController
+    from tests.conftest import wait_until_serving
+
+    config = ConfigDocument.parse(e2e.config.read_text())
+    address, status = str(config.get("daemon", "listen")), f"http://{config.get('daemon', 'status_listen')}/status"
+    (tmp_path / "var").mkdir()
+    log = tmp_path / "var" / "cuzk.log"
+    with log.open("ab") as out:
+        engine = subprocess.Popen(
+            [*engine_program().argv, "-c", str(e2e.config)], stdout=out, stderr=out, stdin=subprocess.DEVNULL,
+            env={**os.environ, "NO_COLOR": "1"}, start_new_session=True,
+        )  # fmt: skip
+    recorded_session = tmp_path / "recorded"
+    recorder_err = tmp_path / "recorder.err"
+    recorder: subprocess.Popen[bytes] | None = None
+    try:
+        asyncio.run(wait_until_serving(address, 60, engine))
+        watch = ["--status-url", status, "--log", str(log)]
+        e2e.start_tui([str(CUZK_TUI), "attach", address, *watch, "--session", str(e2e.session)])
+        with recorder_err.open("wb") as err:
+            recorder = subprocess.Popen(
+                [str(CUZK_TUI), "record", "--attach", address, *watch, "--session", str(recorded_session)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+            )  # fmt: skip
+        e2e.tmux.wait_for(lambda s: "READY" in s, "the attached daemon ready", 60)
+
+        def copytruncate() -> None:
+            # logrotate's own window (a line written between its copy and its truncate is in neither file)
+            # is closed here by stopping the daemon: what is tested is that the followers lose nothing else.
+            engine.send_signal(signal.SIGSTOP)
+            try:
+                shutil.copyfile(log, log.with_name("cuzk.log.1"))
+                os.truncate(log, 0)
+            finally:
+                engine.send_signal(signal.SIGCONT)
+
+        def rename_and_create() -> None:
+            log.rename(log.with_name("cuzk.log.2"))  # the daemon writes on into the renamed file
+            log.touch()
+
+        ids = asyncio.run(_prove_batches(address, [copytruncate, rename_and_create]))
+        e2e.tmux.wait_for(lambda s: f"{len(ids)} done" in s, "every proof on the dashboard", 60)
+        e2e.tmux.keys("q")
+        assert e2e.exit_status(60) == "0"
+        recorder.send_signal(signal.SIGTERM)
+        assert recorder.wait(timeout=60) == 0, recorder_err.read_text()
+    finally:
+        if recorder is not None and recorder.poll() is None:
+            recorder.kill()
+            recorder.wait(timeout=30)
+        engine.kill()
+        engine.wait(timeout=30)
+    for session in (e2e.session, recorded_session):
+        said = " ".join(e.text for e in iter_session_events(session) if isinstance(e, ev.Notice))
+        assert "was truncated (copytruncate)" in said and "was rotated (renamed)" in said, said
+        _, model = load_session(session, cache=False)
+        report = build_report(model, str(session))
+        assert sorted(j["job_id"] for j in report["jobs"] if j["status"] == "completed") == sorted(ids), session
+    replay = ReplayController(e2e.session, cache=False)
+    replay.load()
+    assert sorted(j.job_id for j in replay.model.timeline.jobs() if j.status == "completed") == sorted(ids)
