@@ -621,16 +621,20 @@ class LiveController(LocalQueries):
             finally:
                 os.close(out)
             # From here on (no await until the follower moves) every writer records into the new session.
-            supervisor.record_into(new)
             self.session = new
             if self._log_copy is not None:
                 self._log_copy.destination = new.daemon_log_path
+            try:
+                supervisor.record_into(new)
+            except OSError as error:  # its DaemonLaunched not written: the disk is full, say so and go on
+                self._notice("error", f"{new.events_path}: the attach is not recorded ({error.strerror or error})")
             # What the old session got before the switch (the journal's last lines, the last probe), so that
             # the daemon's state carried over is the latest.
             self.model.apply_all([event for _, event in follower.iter_keyed()])
             for event in self._daemon_now(time.time()):
                 self._record(event)
-            self._follower = SessionFollower(new.path, offsets=(len(preamble), os.stat(new.events_path).st_size))
+            recorded = new.events_path.stat().st_size if new.events_path.exists() else 0
+            self._follower = SessionFollower(new.path, offsets=(len(preamble), recorded))
             old.close()
         return new.path
 

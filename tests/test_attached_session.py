@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from cuzktui.cli import main
 from cuzktui.live import AttachTarget, LiveController, LiveOptions
 from cuzktui.model import SessionModel
 from cuzktui.report import build_report
@@ -87,6 +88,10 @@ async def test_an_attached_sessions_replay_and_report_show_every_job_the_live_sc
     assert report["daemon_runs"] == 1 and report["job_source"] == "log"
     assert loaded.source.log_path == session / "daemon.log"
     assert "porep-0-1" not in (session / "daemon.log").read_text()
+    trace = tmp_path / "trace.json"
+    assert main(["export", str(session), "-o", str(trace), "--no-cache"]) == 0
+    slices = [e for e in json.loads(trace.read_text())["traceEvents"] if e["ph"] == "X" and "job" in e["args"]]
+    assert sorted({e["args"]["job"] for e in slices}) == wanted, "every job's phases in the export"
 
 
 def under_way(n: int) -> bytes:

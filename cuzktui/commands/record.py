@@ -130,9 +130,15 @@ async def record(options: LiveOptions, keep_s: float | None) -> int:
             printer.print_new(list(controller.model.notices))
             if roll_s is not None and next_roll is not None and time.monotonic() >= next_roll:
                 next_roll = time.monotonic() + roll_s
-                _say(f"session {session.path} recorded; recording on in {await controller.roll_over()}")
+                previous = session.path
+                try:
+                    await controller.roll_over()
+                except OSError as error:
+                    _say(f"no new session ({error}): recording on in {previous}")
                 assert controller.session is not None
                 session = controller.session
+                if session.path != previous:
+                    _say(f"session {previous} recorded; recording on in {session.path}")
             if keep_s is not None and time.monotonic() >= next_prune:
                 next_prune = time.monotonic() + PRUNE_INTERVAL_S
                 for path in await asyncio.to_thread(prune_sessions, None, keep_s, time.time(), [session.path]):

@@ -78,3 +78,17 @@ def test_snapshot_logs(snap_compare: object, tmp_path: Path, monkeypatch: pytest
         await pilot.pause()  # type: ignore[attr-defined]
 
     assert snap_compare(make_app(Path(".")), terminal_size=(120, 40), run_before=search)  # type: ignore[operator]
+
+
+def test_an_attached_sessions_logs_are_its_copy_of_the_log_it_followed(tmp_path: Path) -> None:
+    from cuzktui import events as ev
+    from cuzktui.model import SessionModel
+    from cuzktui.ui.screens.logs import log_path_of
+
+    model = SessionModel()  # attached with --log: the launch names the file the daemon writes
+    model.apply(ev.DaemonLaunched(1.0, "attached", 7, (), None, "unix:///s", "/var/log/cuzk.log"))
+    controller = FakeController(model, mode="attached", session_dir=tmp_path)
+    assert log_path_of(controller) == Path("/var/log/cuzk.log"), "a session recorded before copies were made"
+    write_log(tmp_path / "daemon.log", 3)
+    # What the session keeps, in live and in replay alike (the file itself rotates, or is gone).
+    assert log_path_of(controller) == tmp_path / "daemon.log"
