@@ -330,6 +330,11 @@ def test_attach_and_record_keep_every_proof_of_a_daemon_whose_log_is_rotated_bot
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
             )  # fmt: skip
         e2e.tmux.wait_for(lambda s: "READY" in s, "the attached daemon ready", 60)
+        copy = recorded_session / "daemon.log"
+        deadline = time.monotonic() + 60
+        while not (copy.exists() and copy.stat().st_size):  # the recorder has the file open before it is rotated
+            assert recorder.poll() is None and time.monotonic() < deadline, recorder_err.read_text()
+            time.sleep(0.1)
 
         def copytruncate() -> None:
             # logrotate's own window (a line written between its copy and its truncate is in neither file)
