@@ -219,13 +219,24 @@ def budget_floor_problem(budget_bytes: int) -> Problem | None:
 
 
 # Knobs read only by the partitioned pipeline: with pipeline.enabled = false they change nothing
-# (engine.rs Engine::start: the synthesis workers and the dispatch pacer exist only in pipeline
-# mode; the GPU worker count per device is forced to 1 outside it).
+# (engine.rs Engine::start: the synthesis workers, the dispatch pacer and the batch collector exist
+# only in pipeline mode; the GPU worker count per device is forced to 1 outside it; the monolithic
+# workers take each request straight from the scheduler and prove it without reserving any budget,
+# which only the pipeline's dispatch, its SRS manager and a PreloadSRS call charge).
 MONOLITHIC_INERT: Final[Mapping[str, str]] = {
+    "memory.total_budget": "monolithic mode reserves no budget (only a PreloadSRS call charges it)",
     "pipeline.max_parallel_synthesis": "monolithic mode has no partition synthesis workers",
     "pipeline.max_gpu_queue_depth": "monolithic mode has no dispatch pacer",
     "gpus.gpu_workers_per_device": "monolithic mode runs exactly 1 GPU worker per device",
+    "scheduler.max_batch_size": "monolithic mode proves one request at a time (batches are the pipeline's)",
 }
+
+
+def inert_knobs(values: Mapping[str, Any]) -> Mapping[str, str]:
+    """The knobs that change nothing in the mode these effective values run the daemon in, each with
+    why: :data:`MONOLITHIC_INERT` with ``pipeline.enabled = false``, none in pipeline mode. ``config
+    check``, the Knobs screen and ``cuzk-tui tune`` (which leaves them alone) read this one rule."""
+    return MONOLITHIC_INERT if values.get("pipeline.enabled", True) is False else {}
 
 
 def budget_problems(values: Mapping[str, Any], present: Collection[str]) -> list[Problem]:
@@ -235,11 +246,11 @@ def budget_problems(values: Mapping[str, Any], present: Collection[str]) -> list
     ``values`` maps ``"section.key"`` to effective values (unset ones may be missing: defaults apply);
     an ``"auto"`` budget depends on the machine and is judged by memcheck.
     """
-    enabled = values.get("pipeline.enabled", True)
-    if enabled is False:
+    inert = inert_knobs(values)
+    if inert:
         return [
             Problem(Severity.WARNING, name, f"has no effect with pipeline.enabled = false: {why}")
-            for name, why in MONOLITHIC_INERT.items()
+            for name, why in inert.items()
             if name in present
         ]
     budget = values.get("memory.total_budget", "auto")

@@ -52,7 +52,8 @@ def test_check_monolithic_mode_gives_no_budget_warning(tmp_path: Path, capsys: p
     path = _write(tmp_path, '[memory]\ntotal_budget = "8GiB"\n[pipeline]\nenabled = false\nmax_gpu_queue_depth = 8\n')
     assert main(["config", "check", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "total_budget" not in out
+    assert "floor" not in out and "can never prove" not in out  # nothing is reserved in monolithic mode
+    assert "memory.total_budget: has no effect with pipeline.enabled = false" in out
     assert "pipeline.max_gpu_queue_depth: has no effect with pipeline.enabled = false" in out
 
 

@@ -12,7 +12,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cuzktui.daemon_facts import KINDS
-from cuzktui.knob_rules import MONOLITHIC_INERT, budget_problems, parse_cli_value, validate_document, validate_value
+from cuzktui.knob_rules import (
+    MONOLITHIC_INERT,
+    budget_problems,
+    inert_knobs,
+    parse_cli_value,
+    validate_document,
+    validate_value,
+)
 from cuzktui.knobs import (
     KNOBS,
     KNOBS_BY_NAME,
@@ -338,16 +345,28 @@ def test_monolithic_mode_reserves_no_budget_and_marks_pipeline_knobs_inert() -> 
         "gpus": {"gpu_workers_per_device": 2, "gpu_threads": 8},
     }
     problems = validate_document(doc)
+    # The budget's floors are gone (nothing is reserved): what is said of it is that it does nothing.
     assert [(p.key, p.severity) for p in problems] == [
+        ("memory.total_budget", Severity.WARNING),
         ("pipeline.max_parallel_synthesis", Severity.WARNING),
         ("pipeline.max_gpu_queue_depth", Severity.WARNING),
         ("gpus.gpu_workers_per_device", Severity.WARNING),
     ]
     assert all("no effect with pipeline.enabled = false" in p.message for p in problems)
-    assert "1 GPU worker per device" in problems[2].message
+    assert "reserves no budget" in problems[0].message and "1 GPU worker per device" in problems[3].message
+    assert not any("floor" in p.message for p in problems)
     # Left at their defaults they are not reported by config check; the form asks for all of them.
     assert validate_document({"pipeline": {"enabled": False}}) == []
     assert {p.key for p in budget_problems({"pipeline.enabled": False}, MONOLITHIC_INERT)} == set(MONOLITHIC_INERT)
+
+
+def test_the_inert_knobs_are_the_monolithic_ones_only_in_monolithic_mode() -> None:
+    assert inert_knobs({"pipeline.enabled": False}) == MONOLITHIC_INERT
+    assert inert_knobs({"pipeline.enabled": True}) == {} and inert_knobs({}) == {}  # the default is the pipeline
+    # The knobs a search would vary and that monolithic mode never reads (engine.rs Engine::start).
+    assert {"pipeline.max_parallel_synthesis", "pipeline.max_gpu_queue_depth", "gpus.gpu_workers_per_device",
+            "memory.total_budget", "scheduler.max_batch_size"} <= set(MONOLITHIC_INERT)  # fmt: skip
+    assert "gpus.gpu_threads" not in MONOLITHIC_INERT  # the C++ prover's thread pool serves both modes
 
 
 def test_empty_document_is_clean() -> None:

@@ -66,11 +66,13 @@ async def test_budget_floors_and_monolithic_mode_show_as_config_check_says() -> 
         budget.query_one(Input).value = "512MiB"
         await pilot.pause()
         assert problem.has_class("-error") and "below every proof kind's floor" in str(problem.render())
-        # Monolithic mode reserves no budget: the floor goes, the pipeline-only knobs are marked inert.
+        # Monolithic mode reserves no budget: the floor goes, the budget and the pipeline-only knobs are
+        # marked inert.
         screen.field("pipeline.enabled").query_one(Switch).value = False
         await pilot.pause()
-        assert not problem.has_class("-error") and not problem.has_class("-warning")
-        for name in ("pipeline.max_parallel_synthesis", "pipeline.max_gpu_queue_depth", "gpus.gpu_workers_per_device"):
+        assert not problem.has_class("-error") and "floor" not in str(problem.render())
+        for name in ("memory.total_budget", "pipeline.max_parallel_synthesis", "pipeline.max_gpu_queue_depth",
+                     "gpus.gpu_workers_per_device", "scheduler.max_batch_size"):  # fmt: skip
             line = screen.field(name).query_one(".knob--problem", Static)
             assert "no effect with pipeline.enabled = false" in str(line.render())
 
