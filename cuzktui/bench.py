@@ -221,13 +221,22 @@ def _sibling_file(input_path: Path | None, name: str) -> Path | None:
     return sibling if sibling.is_file() else None
 
 
-def _hex32_file(path: Path, key: str) -> bytes:
-    """A value from a file ``cuzk-engine sample-inputs`` writes: ``--flag HEX`` per line."""
-    for line in path.read_text().splitlines():
-        flag, _, value = line.strip().partition(" ")
-        if flag == f"--{key}":
-            return pi.parse_hex32(value.strip(), key)
-    raise BenchUsageError(f"{path}: no --{key} line")
+def _hex32_file(path: Path, key: str, *, bare: bool = False) -> bytes:
+    """A value from a file beside the input: its ``--KEY HEX`` line, as ``cuzk-engine sample-inputs``
+    writes them; with ``bare`` (a file of one value: the randomness), also a file that is that value in
+    hex alone. A file of several values needs their flags: nothing else tells them apart."""
+    try:
+        lines = [line.strip() for line in path.read_text().splitlines() if line.strip()]
+        for line in lines:
+            flag, _, value = line.partition(" ")
+            if flag == f"--{key}":
+                return pi.parse_hex32(value.strip(), key)
+        if bare and len(lines) == 1 and not lines[0].startswith("-"):
+            return pi.parse_hex32(lines[0], key)
+    except (OSError, ValueError) as error:  # pi.InputError and UnicodeDecodeError are ValueErrors
+        raise BenchUsageError(f"{path}: {error}") from None
+    alone = ", nor a bare 32-byte hex value alone" if bare else ""
+    raise BenchUsageError(f"{path}: no --{key} line{alone}")
 
 
 def snap_commitments(params: pi.RequestParams, input_path: Path | None, seed: str) -> pi.SnapCommitments:
@@ -254,7 +263,7 @@ def post_randomness(params: pi.RequestParams, input_path: Path | None, seed: str
         return params.randomness
     randomness_file = _sibling_file(input_path, pi.POST_RANDOMNESS_FILE)
     if randomness_file is not None:
-        return _hex32_file(randomness_file, "randomness")
+        return _hex32_file(randomness_file, "randomness", bare=True)
     return bytes(32) if input_path is not None else pi.fr_safe(pi.det_bytes(seed + "/randomness", 32))
 
 
@@ -330,6 +339,32 @@ def build_requests(
         request.request_id = f"{request_id}-{i + 1}" if input_path is not None else request_id
         requests.append(request)
     return requests
+
+
+def checked_requests(
+    kind: str, count: int, *, real_daemon: bool, input_path: Path | None, params: pi.RequestParams, bench_id: str
+) -> list[pb.SubmitProofRequest]:
+    """A benchmark's requests, built before anything runs, so that inputs the daemon cannot be given are
+    bad usage (BenchUsageError: exit status 2), never a run that fails: the input a real daemon needs, a
+    file that is the kind's input, the values beside it (SnapDeals commitments, the PoSt randomness).
+    ``cuzk-tui bench`` builds its requests here, and ``cuzk-tui tune`` checks its trials' inputs here."""
+    if real_daemon and input_path is None:
+        which = "a C1 output JSON" if kind == "porep" else "a vanilla proof file"
+        raise BenchUsageError(f"--input is required with the real daemon ({which} for {kind})")
+    if input_path is not None and not input_path.is_file():
+        raise BenchUsageError(f"--input {input_path}: no such file")
+    try:
+        return build_requests(kind, count, input_path=input_path, bench_id=bench_id, params=params)
+    except OSError as error:
+        raise BenchUsageError(f"--input {input_path}: {error.strerror or error}") from None
+
+
+def identity_warning(requests: Sequence[pb.SubmitProofRequest]) -> str | None:
+    """:func:`c1_identity_warning` for a PoRep benchmark's requests (they share one C1); None for others."""
+    first = requests[0] if requests else None
+    if first is None or first.proof_kind != int(ProofKind.POREP_SEAL_COMMIT):
+        return None
+    return c1_identity_warning(first.vanilla_proof, first.miner_id, first.sector_number)
 
 
 # --------------------------------------------------------------------------------------------

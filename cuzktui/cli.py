@@ -51,6 +51,38 @@ def _add_daemon_choice(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="daemon config TOML (written if missing)")
 
 
+# The options a benchmark's requests are built from (commands/bench.py request_params): bench and tune
+# take the same ones, each trial's benchmark being given tune's. The files beside --input are read by
+# cuzktui/bench.py (post_randomness, snap_commitments): a "--flag HEX" line, or the one bare hex value.
+REQUEST_INPUT_OPTIONS = (
+    "input", "miner_id", "sector_num", "registered_proof", "randomness", "comm_r_old", "comm_r_new", "comm_d_new",
+    "synthetic_size",
+)  # fmt: skip
+
+
+def _add_request_inputs(parser: argparse.ArgumentParser) -> None:
+    """cuzk-bench batch's request flags (cuzk-bench main.rs Commands::Batch), defaults from the input."""
+    parser.add_argument(
+        "--input", "--c1", "--vanilla", metavar="FILE",
+        help="C1 output JSON (porep) or vanilla proof file (needed by a real daemon)",
+    )  # fmt: skip
+    parser.add_argument("--miner-id", type=int, metavar="ID", help="the requests' miner id (default 1000)")
+    parser.add_argument("--sector-num", type=int, metavar="N", help="sector number (default: the C1's SectorNum)")
+    parser.add_argument(
+        "--registered-proof", type=int, metavar="N", help="Go abi proof type (default: Curio's for 32 GiB)"
+    )
+    for name, what in (
+        ("randomness", "PoSt randomness (default: post-randomness.txt beside --input, else zeros)"),
+        ("comm-r-old", "SnapDeals comm_r_old (default: snap-comms.txt beside --input)"),
+        ("comm-r-new", "SnapDeals comm_r_new"),
+        ("comm-d-new", "SnapDeals comm_d_new"),
+    ):
+        parser.add_argument(f"--{name}", type=hex_bytes, metavar="HEX", help=what)
+    parser.add_argument(
+        "--synthetic-size", metavar="SIZE", help="size of each generated C1 without --input (e.g. 60MB, a real one's)"
+    )
+
+
 def _add_metrics(parser: argparse.ArgumentParser, **kwargs: object) -> None:
     parser.add_argument(
         "--metrics",
@@ -164,24 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--kind", "-t", "--type", type=cuzk_bench_kind, choices=CLI_KINDS, default="porep")
     bench.add_argument("--count", "-c", type=int, default=3, metavar="N")
     bench.add_argument("--concurrency", "-j", type=int, default=1, metavar="C")
-    bench.add_argument(
-        "--input", "--c1", "--vanilla", metavar="FILE", help="C1 output JSON (porep) or vanilla proof file"
-    )
-    bench.add_argument("--miner-id", type=int, metavar="ID", help="the requests' miner id (default 1000)")
-    bench.add_argument("--sector-num", type=int, metavar="N", help="sector number (default: the C1's SectorNum)")
-    bench.add_argument(
-        "--registered-proof", type=int, metavar="N", help="Go abi proof type (default: Curio's for 32 GiB)"
-    )
-    for name, what in (
-        ("randomness", "PoSt randomness (default: post-randomness.txt beside --input, else zeros)"),
-        ("comm-r-old", "SnapDeals comm_r_old (default: snap-comms.txt beside --input)"),
-        ("comm-r-new", "SnapDeals comm_r_new"),
-        ("comm-d-new", "SnapDeals comm_d_new"),
-    ):
-        bench.add_argument(f"--{name}", type=hex_bytes, metavar="HEX", help=what)
-    bench.add_argument(
-        "--synthetic-size", metavar="SIZE", help="size of each generated C1 without --input (e.g. 60MB, a real one's)"
-    )
+    _add_request_inputs(bench)
     bench.add_argument("--memory-limit", metavar="SIZE", help="run the daemon in a new memory cgroup of this size")
     bench.add_argument("--oom-retries", type=int, default=3, metavar="N")
     bench.add_argument("--session", metavar="DIR", help="record into this session directory")
@@ -193,13 +208,13 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="exit status: 0 a best config was found (and passes config check); 1 none; 2 bad usage.",
     )
     _add_daemon_choice(tune)
-    tune.add_argument("--kind", "-t", type=cuzk_bench_kind, choices=CLI_KINDS, default="porep")
+    tune.add_argument("--kind", "-t", "--type", type=cuzk_bench_kind, choices=CLI_KINDS, default="porep")
     tune.add_argument("--count", "-c", type=int, default=12, metavar="N", help="proofs per trial (default 12)")
     tune.add_argument(
         "--concurrency", "-j", type=int, default=6, metavar="C", help="starting benchmark concurrency (default 6)"
     )
     tune.add_argument("--profile", type=int, metavar="GIB", help="on the engine, emulate a box of this much RAM")
-    tune.add_argument("--input", "--c1", "--vanilla", metavar="FILE", help="each trial's input (needed by a daemon)")
+    _add_request_inputs(tune)  # each trial's benchmark proves these, as bench does
     tune.add_argument("--memory-limit", metavar="SIZE", help="the trials' memory cgroup size (default: the profile's)")
     tune.add_argument("--trials", type=int, default=12, metavar="K", help="at most K benchmarks (default 12)")
     tune.add_argument("--time-budget", default="2h", metavar="DURATION", help="stop starting trials after this (2h)")

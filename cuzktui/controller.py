@@ -55,6 +55,8 @@ class TuneRequest:
     time_budget: str = "2h"
     price_per_hour: float | None = None
     input_path: str | None = None
+    # Beside the input, as cuzk-bench batch's flags give it: each trial's benchmark proves with them.
+    params: RequestParams = field(default_factory=RequestParams)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,15 +74,17 @@ class TuneTrialRow:
     oom_kills: int
     price_per_proof: float | None
     completed: int  # proofs completed (so far, while running)
-    note: str  # the OOM evidence in brief, the early stop, why it was skipped
+    note: str  # the OOM evidence in brief, the early stop, why it was skipped, whose run it repeats
+    spread: float | None = None  # ± relative, from the trial's own completions (None: not measured)
 
 
 @dataclass(frozen=True, slots=True)
 class TuneBest:
-    """The best trial so far and what applying it changes in the running config."""
+    """The config that beat the starting one beyond the noise, and what applying it changes in the
+    running config."""
 
-    index: int
-    proofs_per_hour: float
+    index: int  # its first trial
+    proofs_per_hour: float  # the mean of its runs
     speedup: float | None  # × the starting config's rate (None: the start did not complete)
     margin: float | None
     concurrency: int  # the benchmark concurrency it was measured at (not a daemon knob)
@@ -107,6 +111,8 @@ class TuneSnapshot:
     best: TuneBest | None
     message: str = ""  # why it ended (converged, trial limit, time budget, cancelled, the error)
     tier: str | None = None  # upstream's documented figures for a box of this RAM
+    verdict: str = ""  # whether a config beat the starting one beyond the noise, in words
+    left_alone: str | None = None  # the knobs the search does not vary in the daemon's mode, and why
 
 
 class PollBackoff:

@@ -188,3 +188,49 @@ POREP_SELF_CHECK_INVALID: Final = "PoRep proof self-check FAILED — proof is in
 # extern/supraseal-c2/cuda (stderr, not tracing) --------------------------------------------------
 CUZK_TIMING_PREFIX: Final = "CUZK_TIMING: "  # groth16_cuda.cu
 CUZK_NTT_H_PREFIX: Final = "CUZK_NTT_H: "  # groth16_ntt_h.cu execute_ntt_msm_h
+
+# Job failure texts: what a FAILED proof's error_message holds (anyhow's outermost context, after the
+# prefix engine.rs may put before it) when the request, a file the daemon reads or its build is the
+# cause. The same request fails the same way whatever the knobs: cuzk-tui tune stops on one.
+# prover.rs (the monolithic provers) and pipeline.rs (the same parsers, the partitioned paths):
+FAILED_C1_WRAPPER: Final = "failed to parse C1 output wrapper JSON"
+FAILED_PHASE1_BASE64: Final = "failed to decode base64 Phase1Output"
+FAILED_PHASE1_JSON: Final = "failed to deserialize SealCommitPhase1Output from JSON"
+FAILED_VANILLA_CONVERT: Final = "failed to convert vanilla proofs: "
+FAILED_SNAP_VANILLA: Final = "failed to deserialize SnapDeals partition proof: "
+FAILED_WINNING_VANILLA: Final = "failed to deserialize WinningPoSt vanilla proof: "
+FAILED_WINDOW_VANILLA: Final = "failed to deserialize WindowPoSt vanilla proof: "
+NO_VANILLA_FOR_SECTOR: Final = "failed to find vanilla proof for sector "
+NO_WINNING_VANILLA: Final = "no WinningPoSt vanilla proofs"
+WINNING_ONE_SECTOR: Final = "WinningPoSt expected 1 sector proof, got "
+NOT_32_BYTES: Final = " must be exactly 32 bytes, got "  # prover.rs to_array32: "<name> must be …"
+INVALID_REGISTERED_PROOF: Final = "invalid registered proof for "  # + WinningPoSt / WindowPoSt / SnapDeals
+UNKNOWN_POST_PROOF: Final = "unknown RegisteredPoStProof value: "
+UNKNOWN_UPDATE_PROOF: Final = "unknown RegisteredUpdateProof value: "
+ONLY_32_GIB: Final = " synthesis currently supports only 32 GiB sectors"  # "pipelined …" / "multi-sector …"
+ZERO_SEED: Final = "Invalid porep challenge seed"
+ZERO_COMMITMENT: Final = "Invalid all zero commitment"  # filecoin-proofs as_safe_commitment, via pipeline.rs
+# srs_manager.rs ensure_loaded, pipeline.rs (the PCE cache): the parameter files.
+SRS_FILE_NOT_FOUND: Final = "SRS param file not found for "
+SRS_LOAD_FAILED: Final = "failed to load SRS from "
+SRS_STAT_FAILED: Final = "failed to stat "
+PCE_LOAD_FAILED: Final = "failed to load PCE from "
+# A build without the CUDA backend (engine.rs, pipeline.rs: every "… requires cuda-supraseal feature").
+NEEDS_CUDA_SUPRASEAL: Final = "requires cuda-supraseal"
+KNOB_INDEPENDENT_FAILURES: Final = (
+    FAILED_C1_WRAPPER, FAILED_PHASE1_BASE64, FAILED_PHASE1_JSON, FAILED_VANILLA_CONVERT, FAILED_SNAP_VANILLA,
+    FAILED_WINNING_VANILLA, FAILED_WINDOW_VANILLA, NO_VANILLA_FOR_SECTOR, NO_WINNING_VANILLA, WINNING_ONE_SECTOR,
+    NOT_32_BYTES, INVALID_REGISTERED_PROOF, UNKNOWN_POST_PROOF, UNKNOWN_UPDATE_PROOF, ONLY_32_GIB, ZERO_SEED,
+    ZERO_COMMITMENT, SRS_FILE_NOT_FOUND, SRS_LOAD_FAILED, SRS_STAT_FAILED, PCE_LOAD_FAILED, NEEDS_CUDA_SUPRASEAL,
+)  # fmt: skip
+# Texts that hide their cause: the monolithic provers keep only the library call's context (a missing
+# parameter file, an input its parser refused, a proof that did not verify all read the same), and the
+# self-check (engine.rs) fails a proof whose C1 is not the request's miner's, or a bad GPU result.
+# Every proof of a run failing with them is the input; one among completed proofs may be the GPU.
+MONOLITHIC_CALL_FAILED: Final = (
+    "seal_commit_phase2 failed",
+    "generate_winning_post_with_vanilla failed",
+    "generate_single_window_post_with_vanilla failed",
+    "generate_empty_sector_update_proof_with_vanilla failed",
+)
+SELF_CHECK_FAILED: Final = "PoRep proof self-check failed"

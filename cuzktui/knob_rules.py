@@ -232,11 +232,16 @@ MONOLITHIC_INERT: Final[Mapping[str, str]] = {
 }
 
 
+def monolithic(values: Mapping[str, Any]) -> bool:
+    """Whether these effective values run the daemon in monolithic mode (``pipeline.enabled = false``)."""
+    return values.get("pipeline.enabled", True) is False
+
+
 def inert_knobs(values: Mapping[str, Any]) -> Mapping[str, str]:
     """The knobs that change nothing in the mode these effective values run the daemon in, each with
-    why: :data:`MONOLITHIC_INERT` with ``pipeline.enabled = false``, none in pipeline mode. ``config
-    check``, the Knobs screen and ``cuzk-tui tune`` (which leaves them alone) read this one rule."""
-    return MONOLITHIC_INERT if values.get("pipeline.enabled", True) is False else {}
+    why: :data:`MONOLITHIC_INERT` in monolithic mode, none in pipeline mode. ``config check``, the
+    Knobs screen and ``cuzk-tui tune`` (which leaves them alone) read this one rule."""
+    return MONOLITHIC_INERT if monolithic(values) else {}
 
 
 def budget_problems(values: Mapping[str, Any], present: Collection[str]) -> list[Problem]:

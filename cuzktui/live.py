@@ -31,7 +31,7 @@ from typing import Any
 import psutil
 
 from . import events as ev
-from .bench import spawn_bench_process
+from .bench import BenchUsageError, checked_requests, spawn_bench_process
 from .client import ClientError
 from .config import ConfigDocument, ConfigError, build_config, load_config, save_atomic
 from .controller import (
@@ -70,9 +70,11 @@ from .tune import (
     BenchTrialRunner,
     Knobs,
     Search,
+    SearchBlocked,
     SessionFigures,
     Trial,
     best_of,
+    left_alone,
     new_search,
     read_trial_session,
     run_search,
@@ -236,7 +238,7 @@ class _TuneRun:
     message: str = ""
     running: tuple[int, Knobs] | None = None  # the trial whose benchmark runs now
     figures: SessionFigures | None = None  # what that trial's session says so far
-    best: tuple[tuple[str, int], TuneBest | None] | None = None  # keyed by (running config, best trial)
+    best: tuple[tuple[str, int], TuneBest | None] | None = None  # keyed by (running config, trials recorded)
     task: asyncio.Task[None] | None = None
 
 
@@ -838,10 +840,17 @@ class LiveController(LocalQueries):
         if s is None or session is None:
             raise ControllerError("no daemon was launched (see the start error)")
         engine = program.mode == "engine"
-        if not engine and not request.input_path:
-            raise ControllerError("the real daemon needs an input file to prove in each trial")
         if request.count < 1 or request.concurrency < 1 or request.trials < 1:
             raise ControllerError("count, concurrency and trials must be at least 1")
+        input_path = Path(request.input_path).resolve() if request.input_path else None
+        try:
+            # What every trial's benchmark would refuse, said before the daemon is handed over (as tune does).
+            await asyncio.to_thread(
+                checked_requests, request.kind, 1, real_daemon=not engine, input_path=input_path,
+                params=request.params, bench_id="tune-check",
+            )  # fmt: skip
+        except BenchUsageError as error:
+            raise ControllerError(str(error)) from None
         try:
             budget_s = parse_duration(request.time_budget, hours=True)
         except UnitError as error:
@@ -856,7 +865,7 @@ class LiveController(LocalQueries):
         start_config = directory / "start.toml"
         await asyncio.to_thread(save_atomic, start_text, start_config, mode=0o600)
         daemon_args = ("--engine",) if engine else ("--daemon", program.argv[0])
-        inputs = ("--input", str(Path(request.input_path).resolve())) if request.input_path else ()
+        inputs = ("--input", str(input_path), *request.params.flags()) if input_path else request.params.flags()
         scale = read_config(start_text).engine.memory_scale if engine else 1.0
         runner = BenchTrialRunner(
             directory, request.kind, request.count, (*daemon_args, *inputs), s.memory_limit, scale
@@ -867,6 +876,7 @@ class LiveController(LocalQueries):
             "kind": request.kind, "count": request.count, "concurrency": request.concurrency, "engine": engine,
             "daemon": None if engine else program.argv[0], "input": request.input_path, "config": str(start_config),
             "profile": None, "memory_limit": None if s.memory_limit is None else str(s.memory_limit),
+            "request": request.params.flags(),
         }  # fmt: skip
         if s.running:
             await s.stop()  # each trial's benchmark launches its own daemon (see the module docstring)
@@ -898,6 +908,9 @@ class LiveController(LocalQueries):
                 deadline=time.monotonic() + budget_s, on_trial=finished, on_start=started, cancelled=run.cancel.is_set,
             )  # fmt: skip
             await asyncio.to_thread(save_state, search, directory, resume_args)
+        except SearchBlocked as blocked:
+            run.state, run.message = "failed", str(blocked)
+            self._notice("error", f"tune: {run.message}")
         except (OSError, ValueError, KeyError) as error:
             run.state, run.message = "failed", f"the search stopped: {error}"
             self._notice("error", f"tune: {run.message}")
@@ -923,10 +936,9 @@ class LiveController(LocalQueries):
         running = run.running
         if running is not None:
             rows.append(running_row(search, running[0], running[1], run.figures))
-        best = search.best()
-        key = (self._config_text or "", best.index if best is not None else 0)
+        key = (self._config_text or "", len(search.trials))
         if run.best is None or run.best[0] != key:
-            # Parsing the config is too slow for every redraw: once per best trial and running config.
+            # Parsing the config is too slow for every redraw: once per recorded trial and running config.
             run.best = (key, best_of(search, key[0]))
         return TuneSnapshot(
             state=run.state,
@@ -941,6 +953,8 @@ class LiveController(LocalQueries):
             best=run.best[1],
             message=run.message,
             tier=tier_line(search.box.limit_bytes, search.kind),
+            verdict=search.verdict().text if search.trials else "",
+            left_alone=left_alone(search),
         )
 
     async def cancel_bench(self) -> None:

@@ -8,6 +8,15 @@ admission, planner.partitions_in_budget), starting from upstream's measured 69 G
 partition; a candidate it predicts above the memory limit, or at least as large as one that was
 OOM-killed, is skipped without a run. A candidate as good as the best on that model goes first.
 
+Only knobs that act in the daemon's mode are searched: the others (knob_rules.inert_knobs, the rule the
+Knobs screen marks them by: in monolithic mode the budget, the synthesis workers, the pacer's depth, the
+GPU workers per device and batching) keep the starting config's values in every trial, and are never
+written. A trial that fails for a reason no knob can change (the input, a parameter file, the proof type,
+the daemon's build: :func:`knob_independent`, from upstream's job error texts) stops the search at once
+(:class:`SearchBlocked`); an OOM kill, a budget the daemon refused, a lost job or any other failure only
+ends its trial. A config beats the start only beyond the noise (:meth:`Search.verdict`): each trial's
+spread from its own completions, and the start and the candidate best run again to measure it.
+
 Each trial is a real benchmark, ``cuzk-tui bench --headless`` (cuzktui.bench) in a process of its
 own, recorded as a session inside the search directory with ``--oom-retries 0``: an OOM kill ends
 that trial with the supervisor's evidence, and the search goes on. A trial clearly slower than the
@@ -24,15 +33,18 @@ import dataclasses
 import json
 import math
 import signal
+import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol
 
+from . import daemon_messages as msg
 from . import events as ev
+from . import knob_rules
 from .config import ConfigDocument, save_atomic
 from .controller import TuneBest, TuneTrialRow
 from .daemon_facts import (
@@ -63,6 +75,8 @@ KNOB_NAMES: Final = (
 )
 # A trial whose k-th proof comes later than this × the best trial's k-th is clearly worse.
 EARLY_STOP_FACTOR: Final = 1.5
+# A trial's spread is this many standard errors of its rate (about 95 % of repeated runs fall within).
+SPREAD_SE: Final = 2.0
 # Weight of upstream's measured model against each observed peak (a pseudo-observation count).
 PRIOR_WEIGHT: Final = 1.0
 STATE_FILE: Final = "tune.json"
@@ -101,24 +115,39 @@ class Knobs:
         theirs = {**base.values(), "concurrency": base.concurrency}
         return [f"{name} = {json.dumps(mine[name])}" for name in KNOB_NAMES if mine[name] != theirs[name]]
 
+    def pinned(self, base: Knobs, names: Collection[str]) -> Knobs:
+        """These knobs with the ones ``names`` lists (config names) at ``base``'s values."""
+        return dataclasses.replace(self, **{FIELD_OF[name]: getattr(base, FIELD_OF[name]) for name in names})
 
-def partitions_at_once(knobs: Knobs, kind: str) -> int:
+
+# Each tuned knob's field of :class:`Knobs`.
+FIELD_OF: Final = dict(zip(KNOB_NAMES, (f.name for f in dataclasses.fields(Knobs)), strict=True))
+
+
+def partitions_at_once(knobs: Knobs, kind: str, monolithic_workers: int = 0) -> int:
     """How many partitions these knobs let synthesize at once: the synthesis workers (engine.rs: max(2,
     min(budget / 14 GiB, max_parallel))), what the budget admits beside the kind's SRS and PCE, and what
-    the benchmark keeps in flight (concurrency × the kind's partitions), whichever is smallest."""
+    the benchmark keeps in flight (concurrency × the kind's partitions), whichever is smallest. In
+    monolithic mode (``monolithic_workers``, one per GPU) each worker proves a whole proof at once."""
+    if monolithic_workers:
+        return partitions_held(knobs, kind, monolithic_workers)
     budget = knobs.total_budget_gib * GiB
     workers = worker_cap(budget, knobs.max_parallel_synthesis).workers
     return max(0, min(workers, partitions_held(knobs, kind)))
 
 
-def partitions_held(knobs: Knobs, kind: str) -> int:
+def partitions_held(knobs: Knobs, kind: str, monolithic_workers: int = 0) -> int:
     """How many partitions' memory these knobs let the daemon hold at once, what peak RSS follows: a
     synthesized partition keeps its reservation while it waits for a GPU, so the budget's admission
     (beside the kind's SRS and PCE), not the worker count, bounds them. With pacing on
     (max_gpu_queue_depth > 0, engine.rs DispatchPacer, a PI controller) dispatch aims at about that many
     synthesized partitions waiting, so the model counts the workers, the depth and the GPU workers: a
-    target, not a hard bound, which the fitted model and the OOM rule correct."""
+    target, not a hard bound, which the fitted model and the OOM rule correct. In monolithic mode
+    (``monolithic_workers``: engine.rs runs one per GPU, outside any budget) each worker holds the whole
+    proof it is proving, so the proofs in flight up to the workers do."""
     facts = BY_CLI_NAME[kind]
+    if monolithic_workers:
+        return min(knobs.concurrency, monolithic_workers) * facts.partitions
     budget = knobs.total_budget_gib * GiB
     held = min(partitions_in_budget(budget, facts.kind), knobs.concurrency * facts.partitions)
     if knobs.max_gpu_queue_depth > 0:
@@ -196,9 +225,13 @@ class RssModel:
     kind: str
     observations: list[tuple[int, int]] = field(default_factory=list)  # (partitions, peak bytes)
     oom_at: int | None = None  # the fewest partitions at once that were OOM-killed
+    monolithic_workers: int = 0  # monolithic mode's workers (partitions_held); 0 in pipeline mode
+
+    def held(self, knobs: Knobs) -> int:
+        return partitions_held(knobs, self.kind, self.monolithic_workers)
 
     def observe(self, knobs: Knobs, peak_bytes: int | None, oom: bool) -> None:
-        p = partitions_held(knobs, self.kind)
+        p = self.held(knobs)
         if oom:
             self.oom_at = p if self.oom_at is None else min(self.oom_at, p)
         elif peak_bytes is not None and peak_bytes > 0:
@@ -220,14 +253,14 @@ class RssModel:
 
     def predict(self, knobs: Knobs) -> int:
         base, slope = self.coefficients()
-        peak = base + slope * partitions_held(knobs, self.kind)
+        peak = base + slope * self.held(knobs)
         if knobs.max_batch_size > 1 and self.kind == "porep":
             peak = max(peak, base + POREP_BATCH_RESERVATION)  # a batch holds its flat reservation at once
         return int(peak)
 
     def refusal(self, knobs: Knobs, limit_bytes: int) -> str | None:
         """Why these knobs are not worth a run (predicted over the limit), or None."""
-        p = partitions_held(knobs, self.kind)
+        p = self.held(knobs)
         if self.oom_at is not None and p >= self.oom_at:
             return f"{p} partitions held at once; {self.oom_at} were OOM-killed"
         predicted = self.predict(knobs)
@@ -268,10 +301,23 @@ class Trial:
     session: str | None = None
     note: str = ""  # the OOM evidence, the early stop, why it was skipped
     completion_times: tuple[float, ...] = ()  # real seconds from the start to each proof's end
+    repeat_of: int | None = None  # the trial whose knobs this one runs again, to measure the noise
 
     @property
     def ran(self) -> bool:
         return self.status != "skipped"
+
+    @property
+    def measured(self) -> bool:
+        """Whether the trial says how its knobs do (skipped and early-stopped ones do not)."""
+        return self.status in ("completed", "oom", "failed")
+
+    @property
+    def spread(self) -> float | None:
+        """How far this trial's rate may be off, from its own completions (:func:`completion_spread`)."""
+        if self.status != "completed":
+            return None
+        return completion_spread(self.completion_times, self.knobs.concurrency)
 
     @property
     def margin(self) -> float | None:
@@ -315,6 +361,23 @@ class TrialOutcome:
     completion_times: tuple[float, ...]
     session: str
     note: str = ""
+    # A failure no knob can change (:func:`trial_result`), in the daemon's words: the search stops.
+    blocker: str | None = None
+
+
+class SearchBlocked(Exception):
+    """A trial failed for a reason no knob can change: any other trial would fail the same way."""
+
+    def __init__(self, index: int, reason: str, session: str) -> None:
+        super().__init__(index, reason, session)
+        self.index, self.reason, self.session = index, reason, session
+
+    def __str__(self) -> str:
+        return (
+            f"trial {self.index} failed for a reason no knob changes, so the search stopped: {self.reason} "
+            f"(its session: {self.session}; the trial is not recorded: --resume runs it again, with the options "
+            "the search started with)"
+        )
 
 
 class TrialRunner(Protocol):
@@ -323,6 +386,69 @@ class TrialRunner(Protocol):
     ) -> TrialOutcome:
         """Run one benchmark with this config; ``stop_when(completion times so far)`` True stops it early."""
         ...
+
+
+def completion_spread(times: Sequence[float], per_round: int) -> float | None:
+    """The relative uncertainty (±, SPREAD_SE standard errors) of a rate measured from these completion
+    times, the benchmark keeping ``per_round`` proofs in flight: the times of each round of that many
+    proofs vary (the first includes the daemon's warm-up: it is part of every rate) and the rate is
+    their mean. None with fewer than two rounds: one round says nothing of its own spread."""
+    rounds = len(times) // max(1, per_round)
+    if rounds < 2:
+        return None
+    ends = sorted(times)[per_round - 1 :: per_round]
+    durations = [end - start for start, end in zip((0.0, *ends), ends, strict=False)]
+    mean = statistics.fmean(durations)
+    if mean <= 0:
+        return None
+    return SPREAD_SE * statistics.stdev(durations) / mean / math.sqrt(rounds)
+
+
+def knob_independent(proofs: Sequence[Mapping[str, Any]]) -> str | None:
+    """The daemon's reason when a benchmark's proofs failed for something no knob changes (the request,
+    a parameter file, the proof type, the daemon's build: daemon_messages KNOB_INDEPENDENT_FAILURES, in
+    any failed proof), or when every proof failed with a text that hides its cause (a monolithic
+    prover's call, the PoRep self-check): a systematic refusal, not a bad GPU result among good ones.
+    None: a knob may change it (an OOM, a budget the daemon refused, a lost job, a GPU error, a text
+    not known here)."""
+    failed = [str(p.get("error") or "") for p in proofs if p.get("status") == "FAILED"]
+    for error in failed:
+        if any(text in error for text in msg.KNOB_INDEPENDENT_FAILURES):
+            return error
+    hidden = (*msg.MONOLITHIC_CALL_FAILED, msg.SELF_CHECK_FAILED)
+    if proofs and len(failed) == len(proofs) and all(any(text in e for text in hidden) for e in failed):
+        return failed[0]
+    return None
+
+
+def failure_note(summary: Mapping[str, Any]) -> str:
+    """A failed benchmark's error with each distinct reason its proofs gave (failed or lost)."""
+    reasons: dict[str, int] = {}
+    for proof in summary.get("proofs") or ():
+        if proof.get("status") in ("FAILED", "LOST"):
+            reason = f"{str(proof['status']).lower()}: {proof.get('error') or 'no reason given'}"
+            reasons[reason] = reasons.get(reason, 0) + 1
+    said = [f"{n} × {reason}" if n > 1 else reason for reason, n in reasons.items()]
+    return "; ".join([str(summary.get("error") or ""), *said]).strip("; ")
+
+
+def trial_result(
+    returncode: int, summary: Mapping[str, Any], *, stopped: bool, oom_kills: int
+) -> tuple[TrialStatus, str, str | None]:
+    """(status, note, blocker) of a trial's benchmark from its exit status and ``--json`` summary
+    (cuzktui.bench BenchSummary.to_json). Exit 2 is the bench refusing its inputs; a proof the daemon
+    lost (status LOST, with why) fails the trial as any other failure a knob may change does."""
+    if stopped:
+        return "stopped", f"stopped early: slower than {EARLY_STOP_FACTOR:g} × the best", None
+    error = str(summary.get("error") or "")
+    if oom_kills:
+        return "oom", error, None
+    if returncode == 0:
+        return "completed", error, None
+    if returncode == 2:
+        return "failed", error, error or "the benchmark refused its inputs (exit status 2)"
+    blocker = knob_independent(summary.get("proofs") or ())
+    return "failed", blocker or failure_note(summary), blocker
 
 
 def early_stop(best: Trial | None, count: int) -> Callable[[Sequence[float]], bool]:
@@ -412,10 +538,57 @@ def neighbours(knobs: Knobs, bounds: Bounds, *, lower: frozenset[str] = frozense
     return out
 
 
-def behaviour(knobs: Knobs, kind: str) -> tuple[int, ...]:
+def behaviour(knobs: Knobs, kind: str, monolithic_workers: int = 0) -> tuple[int, ...]:
     """What the daemon does with these knobs: two knob sets that synthesize and hold the same partitions
     (a larger max_parallel_synthesis than the budget admits changes nothing) need one trial."""
-    return (partitions_at_once(knobs, kind), partitions_held(knobs, kind), *dataclasses.astuple(knobs)[2:])
+    at_once = partitions_at_once(knobs, kind, monolithic_workers)
+    return (at_once, partitions_held(knobs, kind, monolithic_workers), *dataclasses.astuple(knobs)[2:])
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """One config's rate over its runs (a repeat is a second run) and how far it may be off."""
+
+    runs: tuple[Trial, ...]  # in order; the first is the config's own trial
+
+    @property
+    def knobs(self) -> Knobs:
+        return self.runs[0].knobs
+
+    @property
+    def rate(self) -> float:
+        """Mean proofs/hour of the runs."""
+        return statistics.fmean(t.proofs_per_hour for t in self.runs)
+
+    @property
+    def noise(self) -> float | None:
+        """The relative half-width of the rate: the largest of the runs' spreads (from their completions)
+        and half the runs' relative range; None when neither was measured (one run of one round)."""
+        widths = [t.spread for t in self.runs if t.spread is not None]
+        if len(self.runs) > 1 and self.rate > 0:
+            rates = [t.proofs_per_hour for t in self.runs]
+            widths.append((max(rates) - min(rates)) / 2 / self.rate)
+        return max(widths, default=None)
+
+    def said(self, noise: float | None = None) -> str:
+        """``trial 3 (and its repeat 7): 1896.0 ± 2.1% proofs/hour``."""
+        repeats = [t.index for t in self.runs[1:]]
+        again = f" (repeated as {', '.join(map(str, repeats))})" if repeats else ""
+        width = self.noise if noise is None else noise
+        spread = "" if width is None else f" ± {width:.1%}"
+        return f"trial {self.runs[0].index}{again}: {self.rate:.1f}{spread} proofs/hour"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Whether a config beat the starting one beyond the noise, and why, in words."""
+
+    better: Measured | None  # the config that did; None: keep the starting config (or nothing completed)
+    start: Measured | None  # the starting config, when it completed every proof safely
+    text: str
+
+
+NO_BETTER: Final = "no config beat the starting one"
 
 
 @dataclass(slots=True)
@@ -428,29 +601,104 @@ class Search:
     start: Knobs  # memcheck's recommendation: the first trial
     baseline: Knobs | None = None  # the starting config's own knobs, tried first when it differs
     trials: list[Trial] = field(default_factory=list)
+    # Knobs that change nothing in the daemon's mode (knob_rules.inert_knobs), each with why: every trial
+    # keeps the starting config's value of them.
+    inert: dict[str, str] = field(default_factory=dict)
+    monolithic: bool = False  # pipeline.enabled = false: one worker per GPU proves whole proofs
 
     @property
     def bounds(self) -> Bounds:
         return Bounds.of(self.box, self.kind, self.count)
 
+    @property
+    def reference(self) -> Knobs:
+        """The starting config's knobs, which every other config must beat."""
+        return self.baseline or self.start
+
+    @property
+    def monolithic_workers(self) -> int:
+        return self.box.gpus if self.monolithic else 0
+
+    def held(self, knobs: Knobs) -> int:
+        return partitions_held(knobs, self.kind, self.monolithic_workers)
+
+    def pinned(self, knobs: Knobs) -> Knobs:
+        """``knobs`` with every inert knob at the starting config's value."""
+        return knobs.pinned(self.reference, self.inert)
+
     def model(self) -> RssModel:
-        model = RssModel(self.kind)
+        model = RssModel(self.kind, monolithic_workers=self.monolithic_workers)
         for t in self.trials:
             if t.ran and t.status != "failed":
                 model.observe(t.knobs, t.peak_rss_bytes, t.status == "oom")
         return model
 
-    def best(self) -> Trial | None:
-        """The fastest trial that completed every proof without an OOM kill, holding fewer partitions
-        than any trial that was OOM-killed (one that passed once at a size that also got killed is on
-        the edge, not safe)."""
+    def measured(self) -> dict[Knobs, Measured]:
+        """Each config that was measured, with all its runs (an early-stopped trial measured nothing)."""
+        runs: dict[Knobs, list[Trial]] = {}
+        for t in self.trials:
+            if t.measured:
+                runs.setdefault(t.knobs, []).append(t)
+        return {knobs: Measured(tuple(them)) for knobs, them in runs.items()}
+
+    def _safe(self, config: Measured, oom_at: int | None) -> bool:
+        """Every run completed every proof without an OOM kill, holding fewer partitions than any trial
+        that was OOM-killed (one that passed once at a size that also got killed is on the edge)."""
+        done = all(t.status == "completed" and t.oom_kills == 0 for t in config.runs)
+        return done and (oom_at is None or self.held(config.knobs) < oom_at)
+
+    def fastest(self) -> Measured | None:
+        """The safe config with the highest mean rate."""
         oom_at = self.model().oom_at
-        done = [
-            t for t in self.trials
-            if t.status == "completed" and t.oom_kills == 0
-            and (oom_at is None or partitions_held(t.knobs, self.kind) < oom_at)
-        ]  # fmt: skip
-        return max(done, key=lambda t: t.proofs_per_hour, default=None)
+        safe = [m for m in self.measured().values() if self._safe(m, oom_at)]
+        return max(safe, key=lambda m: m.rate, default=None)
+
+    def best(self) -> Trial | None:
+        """The fastest safe config's own trial (the search climbs from it and times the others by it)."""
+        fastest = self.fastest()
+        return None if fastest is None else fastest.runs[0]
+
+    def verdict(self) -> Verdict:
+        """Whether the fastest config beat the starting one beyond the noise: its rate less its noise
+        above the start's plus the start's (a config whose noise is unmeasured takes the other's). A
+        start that did not complete every proof safely is beaten by any config that did."""
+        fastest = self.fastest()
+        if fastest is None:
+            return Verdict(None, None, "no trial completed every proof without an OOM kill")
+        start = self.measured().get(self.reference)
+        if start is None or not self._safe(start, self.model().oom_at):
+            runs = () if start is None else start.runs
+            why = ", ".join(f"trial {t.index}: {t.status}" for t in runs) or "not run: predicted over the limit"
+            if runs and all(t.status == "completed" for t in runs):
+                why = f"{why}, holding as many partitions as an OOM-killed trial"
+            return Verdict(fastest, None, f"the starting config did not complete safely ({why}); {fastest.said()}")
+        if fastest.knobs == start.knobs:
+            return Verdict(None, start, f"{NO_BETTER}: it was the fastest, {start.said()}")
+        mine, theirs = fastest.noise, start.noise
+        if mine is None and theirs is None:
+            return Verdict(
+                None, start,
+                f"{NO_BETTER} beyond the noise, which was not measured ({fastest.said()} against the start's "
+                f"{start.rate:.1f}): a trial needs two rounds of its concurrency's proofs, or a repeat",
+            )  # fmt: skip
+        mine = theirs if mine is None else mine
+        theirs = mine if theirs is None else theirs
+        assert mine is not None and theirs is not None
+        against = f"{fastest.said(mine)} against the start's {start.said(theirs)}"
+        if fastest.rate * (1 - mine) > start.rate * (1 + theirs):
+            return Verdict(fastest, start, f"beyond the noise: {against}")
+        return Verdict(None, start, f"{NO_BETTER}: within the noise, {against}")
+
+    def confirmations(self) -> list[Knobs]:
+        """The configs to run again before the verdict holds: the start and the fastest, each once, while
+        the fastest beats the start (or the noise is unmeasured) on their own trials alone."""
+        verdict = self.verdict()
+        fastest = self.fastest()
+        if verdict.start is None or fastest is None or fastest.knobs == verdict.start.knobs:
+            return []
+        if verdict.better is None and (fastest.noise is not None or verdict.start.noise is not None):
+            return []  # within the noise already: running them again cannot make it clear
+        return [m.knobs for m in (verdict.start, fastest) if len(m.runs) < 2]
 
     def candidates(self) -> list[Knobs]:
         """Untried knobs worth a trial, the most promising first: the baseline and memcheck's start, then
@@ -469,11 +717,12 @@ class Search:
         ordered = [k for k in (self.baseline, self.start) if k is not None]
         ordered.append(fill_memory(centre, fit, self.kind, self.bounds))
         ordered += neighbours(centre, self.bounds, lower=lower)
-        seen = {behaviour(t.knobs, self.kind) for t in self.trials}
+        workers = self.monolithic_workers
+        seen = {behaviour(t.knobs, self.kind, workers) for t in self.trials}
         out: list[Knobs] = []
-        for k in ordered:
-            if behaviour(k, self.kind) not in seen:
-                seen.add(behaviour(k, self.kind))
+        for k in map(self.pinned, ordered):  # an inert knob's step is no step: the same behaviour
+            if behaviour(k, self.kind, workers) not in seen:
+                seen.add(behaviour(k, self.kind, workers))
                 out.append(k)
         return out
 
@@ -483,12 +732,12 @@ class Search:
         candidate holding at least as many partitions as one already skipped is passed over without a
         row of its own (the table says each refusal once)."""
         model = self.model()
-        skipped = [partitions_held(t.knobs, self.kind) for t in self.trials if t.status == "skipped"]
+        skipped = [self.held(t.knobs) for t in self.trials if t.status == "skipped"]
         for k in self.candidates():
             if k == self.baseline:
                 return k, None  # the starting config is measured whatever the model says: it is the reference
             refusal = model.refusal(k, self.box.limit_bytes)
-            if refusal is not None and any(held <= partitions_held(k, self.kind) for held in skipped):
+            if refusal is not None and any(held <= self.held(k) for held in skipped):
                 continue
             return k, refusal
         return None
@@ -504,6 +753,8 @@ class Search:
             "start": self.start.as_dict(),
             "baseline": None if self.baseline is None else self.baseline.as_dict(),
             "trials": [t.to_json() for t in self.trials],
+            "inert": self.inert,
+            "monolithic": self.monolithic,
         }
 
     @classmethod
@@ -515,6 +766,8 @@ class Search:
             start=Knobs(**data["start"]),
             baseline=None if data["baseline"] is None else Knobs(**data["baseline"]),
             trials=[Trial.from_json(t) for t in data["trials"]],
+            inert=dict(data.get("inert") or {}),
+            monolithic=bool(data.get("monolithic", False)),
         )
 
 
@@ -529,9 +782,22 @@ def new_search(
     box = Box.from_report(report)
     if not engine and memory_limit is not None:  # memcheck describes this machine; the trials' cgroup is smaller
         box = dataclasses.replace(box, limit_bytes=min(box.limit_bytes, memory_limit))
-    start = start_knobs(report, concurrency)
     baseline = knobs_of(effective, concurrency, report.auto_budget_bytes)
-    return Search(kind, count, box, start, baseline), report
+    inert = {name: why for name, why in knob_rules.inert_knobs(effective).items() if name in KNOB_NAMES}
+    search = Search(
+        kind, count, box, start_knobs(report, concurrency), baseline, inert=inert,
+        monolithic=knob_rules.monolithic(effective),
+    )  # fmt: skip
+    search.start = search.pinned(search.start)  # memcheck's recommendation of what acts in this mode
+    return search, report
+
+
+def left_alone(search: Search) -> str | None:
+    """Which knobs the search leaves at the starting config's values, and why; None when it varies all."""
+    if not search.inert:
+        return None
+    why = "; ".join(f"{name}: {reason}" for name, reason in search.inert.items())
+    return f"left alone, as they have no effect with pipeline.enabled = false — {why}"
 
 
 def trial_configs(search: Search, start_text: str) -> Callable[[Knobs], str]:
@@ -540,7 +806,7 @@ def trial_configs(search: Search, start_text: str) -> Callable[[Knobs], str]:
     start_doc = ConfigDocument.parse(start_text)
 
     def config_for(knobs: Knobs) -> str:
-        return start_text if knobs == search.baseline else best_config(start_doc, knobs).text()
+        return start_text if knobs == search.baseline else best_config(start_doc, knobs, search.inert).text()
 
     return config_for
 
@@ -550,15 +816,28 @@ def time_basis(engine: bool) -> str:
     return "the modelled box's time (engine time_scale)" if engine else "wall-clock time"
 
 
+def spread_cell(spread: float | None) -> str:
+    """A trial's spread as its table shows it: ``±2.1%``, or ``-`` when not measured."""
+    return "-" if spread is None else f"±{spread:.1%}"
+
+
+def trial_what(trial: Trial) -> str:
+    """The knobs a trial changed from the starting config, and whose run it repeats."""
+    what = ", ".join(trial.changes) or "the starting config"
+    return what if trial.repeat_of is None else f"{what}, again (repeat of trial {trial.repeat_of})"
+
+
 def trial_line(trial: Trial, limit: int) -> str:
     """One line of progress for a finished (or skipped) trial."""
-    what = ", ".join(trial.changes) or "the starting config"
+    what = trial_what(trial)
     if not trial.ran:
         return f"trial {trial.index}: skipped ({what}): {trial.note}"
     peak = "-" if trial.peak_rss_bytes is None else format_size(trial.peak_rss_bytes)
+    spread = "" if trial.spread is None else f" {spread_cell(trial.spread)}"
+    note = f": {brief(trial.note)}" if trial.status not in ("completed", "oom") and trial.note else ""
     return (
-        f"trial {trial.index}: {trial.status}, {trial.proofs_per_hour:.1f} proofs/hour, peak {peak} of "
-        f"{format_size(limit)} ({what})"
+        f"trial {trial.index}: {trial.status}, {trial.proofs_per_hour:.1f}{spread} proofs/hour, peak {peak} of "
+        f"{format_size(limit)} ({what}){note}"
     )
 
 
@@ -591,39 +870,55 @@ def run_search(
 ) -> Search:
     """Run trials until ``max_trials`` have run (skipped ones do not count), the deadline, convergence or
     ``cancelled()``; ``on_start(index, knobs)`` before each benchmark, ``on_trial`` after each trial. A
-    cancel stops the benchmark running and leaves it unrecorded, so a resumed search runs it again."""
+    cancel stops the benchmark running and leaves it unrecorded, so a resumed search runs it again.
+
+    The last trials run the start and the fastest config again when it beats the start on its own trial
+    (:meth:`Search.confirmations`): the search keeps room for them. A trial that fails for a reason no
+    knob changes raises :class:`SearchBlocked`, unrecorded too."""
     limit = search.box.limit_bytes
-    while (
-        sum(1 for t in search.trials if t.ran) < max_trials
-        and (deadline is None or clock() < deadline)
-        and not cancelled()
-    ):
-        proposal = search.next_knobs()
-        if proposal is None:
-            break
-        knobs, refusal = proposal
+
+    def ran() -> int:
+        return sum(1 for t in search.trials if t.ran)
+
+    def time_left() -> bool:
+        return (deadline is None or clock() < deadline) and not cancelled()
+
+    def run(knobs: Knobs, repeat_of: int | None, refusal: str | None) -> bool:
+        """Run (or skip) one trial and record it; False when cancelled."""
         index = len(search.trials) + 1
         predicted = search.model().predict(knobs)
-        base = search.baseline or search.start
-        changes = tuple(knobs.changes(base))
+        changes = tuple(knobs.changes(search.reference))
         if refusal is not None:
             trial = Trial(index, knobs, changes, "skipped", limit_bytes=limit, predicted_peak_bytes=predicted,
                           note=refusal)  # fmt: skip
         else:
             if on_start is not None:
                 on_start(index, knobs)
-            stop_when = _or_cancelled(early_stop(search.best(), search.count), cancelled)
-            outcome = runner(index, config_for(knobs), knobs.concurrency, stop_when)
+            # A repeat measures the noise: it runs to the end, however it compares with the best.
+            stop = early_stop(search.best(), search.count) if repeat_of is None else early_stop(None, 0)
+            outcome = runner(index, config_for(knobs), knobs.concurrency, _or_cancelled(stop, cancelled))
             if cancelled():
-                break
+                return False
+            if outcome.blocker is not None:
+                raise SearchBlocked(index, outcome.blocker, outcome.session)
             trial = Trial(
                 index, knobs, changes, outcome.status, outcome.proofs_per_hour, outcome.peak_rss_bytes,
                 outcome.limit_bytes or limit, outcome.oom_kills, predicted, outcome.completed, outcome.wall_s,
-                outcome.session, outcome.note, outcome.completion_times,
+                outcome.session, outcome.note, outcome.completion_times, repeat_of,
             )  # fmt: skip
         search.record(trial)
         if on_trial is not None:
             on_trial(trial)
+        return True
+
+    while ran() + len(search.confirmations()) < max_trials and time_left():
+        proposal = search.next_knobs()
+        if proposal is None or not run(proposal[0], None, proposal[1]):
+            break
+    while ran() < max_trials and time_left() and (again := search.confirmations()):
+        first = next(t.index for t in search.trials if t.knobs == again[0] and t.measured)
+        if not run(again[0], first, None):
+            break
     return search
 
 
@@ -632,16 +927,18 @@ def run_search(
 # --------------------------------------------------------------------------------------------
 
 
-def config_changes(base: ConfigDocument, knobs: Knobs) -> dict[str, TomlValue]:
-    """The tuned knobs (``"section.key"`` → value) whose value differs from the document's effective one."""
+def config_changes(base: ConfigDocument, knobs: Knobs, leave: Collection[str] = ()) -> dict[str, TomlValue]:
+    """The tuned knobs (``"section.key"`` → value) whose value differs from the document's effective one,
+    but for those in ``leave`` (the inert ones: written as the operator wrote them)."""
     effective = base.effective()
-    return {name: value for name, value in knobs.values().items() if effective.get(name) != value}
+    return {name: value for name, value in knobs.values().items() if effective.get(name) != value and name not in leave}
 
 
-def best_config(base: ConfigDocument, knobs: Knobs) -> ConfigDocument:
-    """The starting document with the tuned knobs set: comments kept, only lines whose value changes differ."""
+def best_config(base: ConfigDocument, knobs: Knobs, leave: Collection[str] = ()) -> ConfigDocument:
+    """The starting document with the tuned knobs set (but those in ``leave``): comments kept, only lines
+    whose value changes differ."""
     doc = ConfigDocument.parse(base.text())
-    for name, value in config_changes(doc, knobs).items():
+    for name, value in config_changes(doc, knobs, leave).items():
         section, key = name.split(".", 1)
         doc.set(section, key, value)
     return doc
@@ -682,12 +979,14 @@ def _cell_size(n: int | None) -> str:
 
 
 def format_table(trials: Sequence[Trial], price_per_hour: float | None, *, time_basis: str) -> str:
-    """The trials as a table: knobs changed, proofs/hour, peak RSS against the limit, OOM kills, price."""
-    header = f"{'#':>3} {'status':<9}{'proofs/h':>9}{'s/proof':>8}{'peak GiB':>9}{'limit':>6}{'margin':>7}{'OOM':>4}"
-    header += f"{'$/proof':>9}  knobs changed (from the starting config) / note"
+    """The trials as a table: knobs changed, proofs/hour and its spread, peak RSS against the limit, OOM
+    kills, price."""
+    header = f"{'#':>3} {'status':<9}{'proofs/h':>9}{'spread':>8}{'s/proof':>8}{'peak GiB':>9}{'limit':>6}"
+    header += f"{'margin':>7}{'OOM':>4}{'$/proof':>9}  knobs changed (from the starting config) / note"
     lines = [
-        f"proofs/hour in {time_basis}; peak RSS and limit in GiB of the box (a run's limit is what the kernel "
-        "enforced: the box's RAM plus the bench's allowance for the inputs in flight); margin = peak / limit",
+        f"proofs/hour in {time_basis}, spread from each trial's own completions (± {SPREAD_SE:g} standard errors); "
+        "peak RSS and limit in GiB of the box (a run's limit is what the kernel enforced: the box's RAM plus the "
+        "bench's allowance for the inputs in flight); margin = peak / limit",
         header,
     ]
     for t in trials:
@@ -696,11 +995,11 @@ def format_table(trials: Sequence[Trial], price_per_hour: float | None, *, time_
         peak = _cell_size(t.peak_rss_bytes) if t.ran else f"~{_cell_size(t.predicted_peak_bytes)}"
         rate = f"{t.proofs_per_hour:.1f}" if t.ran else "-"
         per_proof = f"{3600 / t.proofs_per_hour:.1f}" if t.proofs_per_hour > 0 else "-"
-        what = ", ".join(t.changes) or "(starting config)"
+        what = trial_what(t) if t.changes or t.repeat_of is not None else "(starting config)"
         note = f" — {brief(t.note)}" if t.note else ""
         lines.append(
-            f"{t.index:>3} {t.status:<9}{rate:>9}{per_proof:>8}{peak:>9}{_cell_size(t.limit_bytes):>6}"
-            f"{margin:>7}{t.oom_kills:>4}"
+            f"{t.index:>3} {t.status:<9}{rate:>9}{spread_cell(t.spread):>8}{per_proof:>8}{peak:>9}"
+            f"{_cell_size(t.limit_bytes):>6}{margin:>7}{t.oom_kills:>4}"
             f"{'-' if price is None else f'{price:.3f}':>9}  {what}{note}"
         )
     return "\n".join(lines)
@@ -713,6 +1012,7 @@ def format_table(trials: Sequence[Trial], price_per_hour: float | None, *, time_
 
 def trial_row(trial: Trial, price_per_hour: float | None) -> TuneTrialRow:
     """A recorded trial as a row; a skipped one shows the model's predicted peak, no rate."""
+    repeat = "" if trial.repeat_of is None else f"repeat of trial {trial.repeat_of}"
     return TuneTrialRow(
         index=trial.index,
         status=trial.status,
@@ -725,7 +1025,8 @@ def trial_row(trial: Trial, price_per_hour: float | None) -> TuneTrialRow:
         oom_kills=trial.oom_kills,
         price_per_proof=trial.price_per_proof(price_per_hour),
         completed=trial.completed,
-        note=brief(trial.note),
+        note="; ".join(n for n in (repeat, brief(trial.note)) if n),
+        spread=trial.spread,
     )
 
 
@@ -751,21 +1052,23 @@ def running_row(search: Search, index: int, knobs: Knobs, figures: SessionFigure
 
 
 def best_of(search: Search, running_config: str) -> TuneBest | None:
-    """The best trial so far, what applying it changes in the running config, and whether the result
-    passes ``config check``."""
-    best = search.best()
-    if best is None:
+    """The config that beat the starting one beyond the noise so far (:meth:`Search.verdict`), what
+    applying it changes in the running config, and whether the result passes ``config check``."""
+    verdict = search.verdict()
+    better = verdict.better
+    if better is None:
         return None
     doc = ConfigDocument.parse(running_config)
-    start = search.trials[0]
+    start = verdict.start
+    margins = [t.margin for t in better.runs if t.margin is not None]
     return TuneBest(
-        index=best.index,
-        proofs_per_hour=best.proofs_per_hour,
-        speedup=best.proofs_per_hour / start.proofs_per_hour if start.proofs_per_hour > 0 else None,
-        margin=best.margin,
-        concurrency=best.knobs.concurrency,
-        changes=tuple(config_changes(doc, best.knobs).items()),
-        check_errors=tuple(config_errors(best_config(doc, best.knobs))),
+        index=better.runs[0].index,
+        proofs_per_hour=better.rate,
+        speedup=better.rate / start.rate if start is not None and start.rate > 0 else None,
+        margin=max(margins, default=None),
+        concurrency=better.knobs.concurrency,
+        changes=tuple(config_changes(doc, better.knobs, search.inert).items()),
+        check_errors=tuple(config_errors(best_config(doc, better.knobs, search.inert))),
     )
 
 
@@ -876,11 +1179,7 @@ class BenchTrialRunner:
         except (ValueError, IndexError):
             summary = {"error": log.read_text(errors="replace").strip()[-400:] or f"exit status {proc.returncode}"}
         figures = read_trial_session(session, self.memory_scale)
-        error = str(summary.get("error") or "")
-        status: TrialStatus = (
-            "stopped" if stopped else "oom" if figures.oom_kills else "completed" if proc.returncode == 0 else "failed"
-        )
-        note = f"stopped early: slower than {EARLY_STOP_FACTOR:g} × the best" if stopped else error
+        status, note, blocker = trial_result(proc.returncode, summary, stopped=stopped, oom_kills=figures.oom_kills)
         limit = _enforced_limit(session, self.memory_scale)
         return TrialOutcome(
             status=status,
@@ -893,4 +1192,5 @@ class BenchTrialRunner:
             completion_times=figures.completion_times,
             session=str(session),
             note=note,
+            blocker=blocker,
         )

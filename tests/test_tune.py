@@ -186,18 +186,22 @@ def test_the_best_config_keeps_comments_and_differs_only_in_changed_lines() -> N
     assert config_errors(doc) == []
 
 
-def test_the_table_shows_changes_rate_peak_against_limit_ooms_and_price() -> None:
+def test_the_table_shows_changes_rate_and_spread_peak_against_limit_ooms_and_price() -> None:
     start = Knobs(251, 0, 2, 0, 0, 1, 6)
     tuned = Knobs(196, 9, 1, 0, 0, 1, 6)
+    # Two rounds of 6 proofs, 100 s and 110 s: a spread of 2 × stdev / mean / √2 = 2 × 7.07 / 105 / 1.414.
+    times = (*[100.0] * 6, *[210.0] * 6)
     trials = [
         Trial(1, start, (), "oom", 0.0, 262 * GiB, 256 * GiB, 1, note="OOM-killed (memory cgroup oom_kill 0 → 1)"),
-        Trial(2, tuned, tuple(tuned.changes(start)), "completed", 60.0, 230 * GiB, 256 * GiB),
+        Trial(2, tuned, tuple(tuned.changes(start)), "completed", 60.0, 230 * GiB, 256 * GiB, completion_times=times),
+        Trial(3, tuned, tuple(tuned.changes(start)), "completed", 61.0, 231 * GiB, 256 * GiB, repeat_of=2),
     ]
     table = format_table(trials, 12.0, time_basis="the modelled box's time").splitlines()
-    assert "OOM-killed" in table[2] and "(starting config)" in table[2]
+    assert "OOM-killed" in table[2] and "(starting config)" in table[2] and table[2].split()[3] == "-"
     row = table[3].split()
-    assert row[:9] == ["2", "completed", "60.0", "60.0", "230", "256", "0.90", "0", "0.200"]
+    assert row[:10] == ["2", "completed", "60.0", "±9.5%", "60.0", "230", "256", "0.90", "0", "0.200"]
     assert 'memory.total_budget = "196GiB",' in table[3] and "pipeline.max_parallel_synthesis = 9" in table[3]
+    assert table[4].split()[3] == "-" and "(repeat of trial 2)" in table[4]  # one round: no spread of its own
 
 
 def test_a_short_search_on_the_engine_as_a_256_gib_box_beats_the_starting_config(tmp_path: Path) -> None:

@@ -25,13 +25,12 @@ from ..bench import (
     BenchRunner,
     BenchSummary,
     BenchUsageError,
-    build_requests,
-    c1_identity_warning,
+    checked_requests,
     format_summary,
+    identity_warning,
     install_cancel_signals,
     payload_allowance,
     set_config_value,
-    snap_commitments,
 )
 from ..config import ConfigError, build_config, load_config_or_default, save_atomic
 from ..controller import BenchRequest
@@ -133,12 +132,6 @@ def _plan(args: argparse.Namespace) -> _Plan:
     if args.count < 1 or args.concurrency < 1 or args.oom_retries < 0:
         raise BenchUsageError("--count and --concurrency must be at least 1, --oom-retries at least 0")
     program = choose_program(engine=args.engine, daemon_path=args.daemon)
-    input_path = Path(args.input) if args.input else None
-    if program.mode == "real" and input_path is None:
-        which = "a C1 output JSON" if args.kind == "porep" else "a vanilla proof file"
-        raise BenchUsageError(f"--input is required with the real daemon ({which} for {args.kind})")
-    if input_path is not None and not input_path.is_file():
-        raise BenchUsageError(f"--input {input_path}: no such file")
     memory_limit = None
     if args.memory_limit:
         try:
@@ -165,27 +158,21 @@ def _plan(args: argparse.Namespace) -> _Plan:
         oom_retries=args.oom_retries,
         params=request_params(args),
     )
-    if options.kind == "snap" and input_path is not None:
-        snap_commitments(options.params, input_path, "")  # a real input needs its commitments: say so now
     bench_id = f"bench-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
     # Built here, before any session exists: an --input that is not the kind's input is bad usage
     # (one line, exit 2), never a traceback from inside the run.
-    try:
-        requests = build_requests(
-            options.kind, options.count, input_path=input_path, bench_id=bench_id, params=options.params
-        )
-    except OSError as error:
-        raise BenchUsageError(f"--input {input_path}: {error.strerror or error}") from None
+    requests = checked_requests(
+        options.kind, options.count, real_daemon=program.mode == "real",
+        input_path=Path(args.input) if args.input else None, params=options.params, bench_id=bench_id,
+    )  # fmt: skip
     return _Plan(program, options, config_text, memory_limit, bench_id, requests)
 
 
 async def _run(plan: _Plan, session: SessionWriter) -> BenchSummary | str:
     o = plan.options
-    if o.kind == "porep" and plan.requests:
-        first = plan.requests[0]
-        warning = c1_identity_warning(first.vanilla_proof, o.params.miner_id, first.sector_number)
-        if warning is not None:
-            _progress(f"warning: {warning}")
+    warning = identity_warning(plan.requests)
+    if warning is not None:
+        _progress(f"warning: {warning}")
     allowance = 0
     if plan.memory_limit is not None and plan.program.mode == "engine":
         allowance = payload_allowance(plan.requests, o.concurrency, read_config(plan.config_text).engine.memory_scale)

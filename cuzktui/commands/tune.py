@@ -1,7 +1,9 @@
 """``cuzk-tui tune``: the knob search of cuzktui.tune from the command line.
 
-Progress on stderr, the trial table (or ``--json``) on stdout. Exit status: 0 a best config was
-found (and written with ``--out``), 1 no trial completed without an OOM kill, 2 bad usage.
+Progress on stderr, the trial table (or ``--json``) on stdout. Exit status: 0 a config beat the
+starting one beyond the noise (and was written with ``--out``), 1 none did (or none completed without an
+OOM kill), 2 bad usage: an option, an input the benchmark cannot be given, or a trial that failed for a
+reason no knob changes (the input, a parameter file, the proof type, the daemon's build).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..bench import BenchUsageError, checked_requests, identity_warning
+from ..cli import REQUEST_INPUT_OPTIONS, build_parser
 from ..config import ConfigDocument, ConfigError, build_config, load_config_or_default, save_atomic
 from ..daemon_config import read_config
 from ..live import profile_memory_limit, with_profile
@@ -22,10 +26,12 @@ from ..tune import (
     STATE_FILE,
     BenchTrialRunner,
     Search,
+    SearchBlocked,
     Trial,
     best_config,
     config_errors,
     format_table,
+    left_alone,
     load_state,
     new_search,
     run_search,
@@ -36,6 +42,7 @@ from ..tune import (
     trial_line,
 )
 from ..units import UnitError, format_size, parse_duration, parse_size
+from .bench import request_params
 
 
 class TuneUsageError(ValueError):
@@ -55,15 +62,25 @@ def _progress(text: str) -> None:
 
 
 def _arguments(args: argparse.Namespace) -> dict[str, Any]:
-    """What a resumed search must run with: the options that decide its trials."""
+    """What a resumed search must run with: the options that decide its trials (the request's as the
+    flags that give them: ``request``, read back by :func:`_restore`)."""
     names = ("kind", "count", "concurrency", "engine", "daemon", "input", "config", "profile", "memory_limit")
-    return {name: getattr(args, name) for name in names}
+    return {**{name: getattr(args, name) for name in names}, "request": request_params(args).flags()}
+
+
+def _restore(args: argparse.Namespace, saved: dict[str, Any]) -> None:
+    """The saved options onto ``args``: the search continues as it started."""
+    request = build_parser().parse_args(["tune", *saved.pop("request", [])])
+    for name in REQUEST_INPUT_OPTIONS:
+        setattr(args, name, getattr(request, name))
+    for name, value in saved.items():
+        setattr(args, name, value)
 
 
 def run_tune(args: argparse.Namespace) -> int:
     try:
         return _tune(args)
-    except TuneUsageError as error:
+    except (TuneUsageError, BenchUsageError) as error:
         print(f"cuzk-tui tune: {error}", file=sys.stderr)
         return 2
 
@@ -73,8 +90,7 @@ def _tune(args: argparse.Namespace) -> int:
     loaded: Search | None = None
     if resume is not None and (resume / STATE_FILE).is_file():
         loaded, saved = load_state(resume)
-        for name, value in saved.items():  # the search continues as it started
-            setattr(args, name, value)
+        _restore(args, saved)
     if args.count < 1 or args.concurrency < 1 or args.trials < 1:
         raise TuneUsageError("--count, --concurrency and --trials must be at least 1")
     deadline = time.monotonic() + parse_time_budget(args.time_budget)
@@ -82,11 +98,16 @@ def _tune(args: argparse.Namespace) -> int:
     engine = program.mode == "engine"
     if args.profile is not None and not engine:
         raise TuneUsageError("--profile emulates a machine on the engine; use --memory-limit for a daemon")
-    if not engine and not args.input:
-        which = "a C1 output JSON" if args.kind == "porep" else "a vanilla proof file"
-        raise TuneUsageError(f"--input is required with the real daemon ({which} for {args.kind})")
-    if args.input and not Path(args.input).is_file():
-        raise TuneUsageError(f"--input {args.input}: no such file")
+    # Every trial's benchmark proves these requests: inputs it could never be given end the search
+    # before it starts, as they would end bench (the same checks, the same files beside --input).
+    params = request_params(args)
+    input_path = Path(args.input).resolve() if args.input else None
+    checked = checked_requests(
+        args.kind, 1, real_daemon=not engine, input_path=input_path, params=params, bench_id="tune-check"
+    )
+    warning = identity_warning(checked)
+    if warning is not None:
+        _progress(f"warning: {warning}")
     try:
         base = load_config_or_default(args.config) if args.config else ConfigDocument.parse(build_config({}))
     except (ConfigError, ValueError) as error:
@@ -121,23 +142,32 @@ def _tune(args: argparse.Namespace) -> int:
         f"tuning {args.count} × {args.kind} on {report.machine}, limit {format_size(search.box.limit_bytes)}; "
         f"trials in {directory}"
     )
+    alone = left_alone(search)
+    if alone is not None:
+        _progress(alone)
     daemon_args = ("--engine",) if engine else ("--daemon", program.argv[0])
-    inputs = ("--input", str(Path(args.input).resolve())) if args.input else ()
-    runner = BenchTrialRunner(directory, args.kind, args.count, (*daemon_args, *inputs), limit, scale)
+    inputs = ("--input", str(input_path)) if input_path is not None else ()
+    runner = BenchTrialRunner(directory, args.kind, args.count, (*daemon_args, *inputs, *params.flags()), limit, scale)
     config_for = trial_configs(search, start_text)
-    run_search(search, runner, config_for, max_trials=args.trials, deadline=deadline, on_trial=on_trial)
-    save_state(search, directory, saved_args)
+    try:
+        run_search(search, runner, config_for, max_trials=args.trials, deadline=deadline, on_trial=on_trial)
+    except SearchBlocked as blocked:
+        raise TuneUsageError(str(blocked)) from None
+    finally:
+        save_state(search, directory, saved_args)
     return _result(args, search, base, directory, time_basis(engine))
 
 
 def _result(args: argparse.Namespace, search: Search, base: ConfigDocument, directory: Path, basis: str) -> int:
-    best = search.best()
-    start_trial = search.trials[0] if search.trials else None
+    verdict = search.verdict()
+    better = verdict.better
     out_errors: list[str] = []
-    if best is not None and args.out:
-        doc = best_config(base, best.knobs)
+    if better is not None and args.out:
+        doc = best_config(base, better.knobs, search.inert)
         save_atomic(doc, args.out)
         out_errors = config_errors(doc)
+    margins = [] if better is None else [t.margin for t in better.runs if t.margin is not None]
+    margin = max(margins, default=None)
     trials_run = sum(1 for t in search.trials if t.ran)
     if args.json:
         print(
@@ -148,11 +178,19 @@ def _result(args: argparse.Namespace, search: Search, base: ConfigDocument, dire
                     "limit_bytes": search.box.limit_bytes,
                     "trials_run": trials_run,
                     "trials": [
-                        {**t.to_json(), "margin": t.margin, "price_per_proof": t.price_per_proof(args.price_per_hour)}
+                        {
+                            **t.to_json(),
+                            "margin": t.margin,
+                            "spread": t.spread,
+                            "price_per_proof": t.price_per_proof(args.price_per_hour),
+                        }
                         for t in search.trials
                     ],
-                    "best": None if best is None else best.index,
-                    "best_margin": None if best is None else best.margin,
+                    "best": None if better is None else better.runs[0].index,
+                    "best_runs": None if better is None else [t.index for t in better.runs],
+                    "best_margin": margin,
+                    "verdict": verdict.text,
+                    "left_alone": search.inert,
                     "out": args.out,
                     "out_errors": out_errors,
                     "documented_tier": tier_line(search.box.limit_bytes, search.kind),
@@ -165,19 +203,24 @@ def _result(args: argparse.Namespace, search: Search, base: ConfigDocument, dire
         tier = tier_line(search.box.limit_bytes, search.kind)
         if tier is not None:
             print(tier)
-        if best is None:
-            print("no trial completed every proof without an OOM kill")
+        alone = left_alone(search)
+        if alone is not None:
+            print(alone)
+        if better is None:
+            print(verdict.text)
+            if args.out:
+                print(f"{args.out} not written: the starting config stays")
         else:
-            margin = "-" if best.margin is None else f"{best.margin:.2f}"
-            gain = ""
-            if start_trial is not None and start_trial.proofs_per_hour > 0:
-                gain = f", {best.proofs_per_hour / start_trial.proofs_per_hour:.2f}× the starting config"
+            start = verdict.start
+            gain = "" if start is None or start.rate <= 0 else f", {better.rate / start.rate:.2f}× the starting config"
+            shown = "-" if margin is None else f"{margin:.2f}"
             print(
-                f"best: trial {best.index}, {best.proofs_per_hour:.1f} proofs/hour{gain}; margin (peak RSS / "
-                f"limit) {margin}; changes: {', '.join(best.changes) or 'none'}"
+                f"best: trial {better.runs[0].index}, {better.rate:.1f} proofs/hour{gain}; margin (peak RSS / "
+                f"limit) {shown}; changes: {', '.join(better.runs[0].changes) or 'none'}"
             )
+            print(verdict.text)
             if args.out:
                 check = "passes config check" if not out_errors else "config check: " + "; ".join(out_errors)
-                print(f"wrote {args.out} ({check}); run the benchmark at concurrency {best.knobs.concurrency}")
+                print(f"wrote {args.out} ({check}); run the benchmark at concurrency {better.knobs.concurrency}")
         print(f"search state: {directory} (continue with --resume {directory})")
-    return 0 if best is not None and not out_errors else 1
+    return 0 if better is not None and not out_errors else 1

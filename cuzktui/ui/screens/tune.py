@@ -2,10 +2,12 @@
 
 Each trial is a real benchmark with one set of knobs, recorded as a session of its own; the search
 starts from memcheck's recommendation and climbs from the best trial, skipping what its model of
-peak RSS predicts over the limit. The table shows every trial as it runs (the knobs it changed,
-proofs/hour, peak RSS against the limit, OOM kills, price per proof); the scatter sets proofs/hour
-against peak RSS, with the memory limit as a line, so the best is read next to its margin. The best
-config is applied (after config check and a confirmation) by the same drain and restart as Knobs.
+peak RSS predicts over the limit, and varies only the knobs that act in the daemon's mode. The table
+shows every trial as it runs (the knobs it changed, proofs/hour and its spread, peak RSS against the
+limit, OOM kills, price per proof); the scatter sets proofs/hour against peak RSS, with the memory
+limit as a line, so the best is read next to its margin. A best is one that beat the starting config
+beyond the noise; it is applied (after config check and a confirmation) by the same drain and restart
+as Knobs.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ FIELDS = (
     ("$ per hour", "price", ""),
 )
 INTEGERS = ("count", "concurrency", "trials")
-COLUMNS = ("#", "status", "proofs/h", "peak GiB", "limit", "margin", "OOM", "$/proof", "knobs changed · note")
+COLUMNS = ("#", "status", "proofs/h", "±", "peak GiB", "limit", "margin", "OOM", "$/proof", "knobs changed · note")
 NOTE_WIDTH = 50
 _STATUS_STYLE = {"completed": "green", "oom": "bold red", "failed": "red", "running": "bold", "skipped": "dim"}
 
@@ -56,6 +58,7 @@ def trial_cells(row: TuneTrialRow, best: int | None) -> tuple[str | Text, ...]:
         f"{row.index}{'*' if row.index == best else ''}",
         Text(row.status, style=_STATUS_STYLE.get(row.status, "")),
         "-" if row.proofs_per_hour is None else f"{row.proofs_per_hour:.1f}",
+        "-" if row.spread is None else f"{row.spread:.1%}",
         peak,
         _gib(row.limit_bytes),
         "-" if row.margin is None else f"{row.margin:.2f}",
@@ -77,9 +80,11 @@ def status_text(snap: TuneSnapshot, palette: Palette) -> Text:
     )
     if snap.message:
         text.append(f"\n{snap.message}")
+    if snap.left_alone:
+        text.append(f"\n{snap.left_alone}", style="dim")
     best = snap.best
     if best is None:
-        text.append("\nno best yet: no trial has completed every proof without an OOM kill")
+        text.append(f"\n{snap.verdict or 'no best yet: no trial has finished'}")
     else:
         text.append(f"\nbest: trial {best.index}, ")
         text.append(f"{best.proofs_per_hour:.1f} proofs/hour", style="bold")
@@ -93,6 +98,8 @@ def status_text(snap: TuneSnapshot, palette: Palette) -> Text:
             text.append("the running config already has its knobs")
         else:
             text.append(f"passes config check; a applies {len(best.changes)} change(s)")
+        if snap.verdict:
+            text.append(f"\n{snap.verdict}", style="dim")
     if snap.tier is not None:
         text.append(f"\n{snap.tier}", style="dim")
     text.append(f"\ntrials in {snap.directory}", style="dim")
@@ -259,7 +266,8 @@ class TuneScreen(Screen[None]):
         snap = self.controller.tune_snapshot()
         best = snap.best if snap is not None else None
         if snap is None or best is None:
-            self.notify("no best config yet: a trial must complete every proof without an OOM kill")
+            why = snap.verdict if snap is not None and snap.verdict else "no trial has finished"
+            self.notify(f"no best config to apply: {why}")
             return
         if snap.state == "running":
             self.notify("the search owns the daemon: cancel it (ctrl+x) or wait, then apply", severity="warning")
