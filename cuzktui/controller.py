@@ -55,8 +55,6 @@ class TuneRequest:
     time_budget: str = "2h"
     price_per_hour: float | None = None
     input_path: str | None = None
-    # Beside the input, as cuzk-bench batch's flags give it: each trial's benchmark proves with them.
-    params: RequestParams = field(default_factory=RequestParams)
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,6 +52,7 @@ from .log_copy import LogCopy, run_preamble
 from .metrics import MetricsExporter
 from .model import SessionModel
 from .planner import memcheck_for
+from .proofinputs import RequestParams
 from .recording import DaemonRecorder
 from .session import SessionFollower, SessionWriter, list_sessions, open_private_append, read_meta
 from .supervisor import (
@@ -847,7 +848,7 @@ class LiveController(LocalQueries):
             # What every trial's benchmark would refuse, said before the daemon is handed over (as tune does).
             await asyncio.to_thread(
                 checked_requests, request.kind, 1, real_daemon=not engine, input_path=input_path,
-                params=request.params, bench_id="tune-check",
+                params=RequestParams(), bench_id="tune-check",
             )  # fmt: skip
         except BenchUsageError as error:
             raise ControllerError(str(error)) from None
@@ -865,7 +866,7 @@ class LiveController(LocalQueries):
         start_config = directory / "start.toml"
         await asyncio.to_thread(save_atomic, start_text, start_config, mode=0o600)
         daemon_args = ("--engine",) if engine else ("--daemon", program.argv[0])
-        inputs = ("--input", str(input_path), *request.params.flags()) if input_path else request.params.flags()
+        inputs = ("--input", str(input_path)) if input_path is not None else ()
         scale = read_config(start_text).engine.memory_scale if engine else 1.0
         runner = BenchTrialRunner(
             directory, request.kind, request.count, (*daemon_args, *inputs), s.memory_limit, scale
@@ -876,7 +877,7 @@ class LiveController(LocalQueries):
             "kind": request.kind, "count": request.count, "concurrency": request.concurrency, "engine": engine,
             "daemon": None if engine else program.argv[0], "input": request.input_path, "config": str(start_config),
             "profile": None, "memory_limit": None if s.memory_limit is None else str(s.memory_limit),
-            "request": request.params.flags(),
+            "request": [],  # the form gives the input file alone: the rest from the files beside it
         }  # fmt: skip
         if s.running:
             await s.stop()  # each trial's benchmark launches its own daemon (see the module docstring)
@@ -954,7 +955,7 @@ class LiveController(LocalQueries):
             message=run.message,
             tier=tier_line(search.box.limit_bytes, search.kind),
             verdict=search.verdict().text if search.trials else "",
-            left_alone=left_alone(search),
+            left_alone=left_alone(search, reasons=False),
         )
 
     async def cancel_bench(self) -> None:

@@ -390,18 +390,22 @@ class TrialRunner(Protocol):
 
 def completion_spread(times: Sequence[float], per_round: int) -> float | None:
     """The relative uncertainty (±, SPREAD_SE standard errors) of a rate measured from these completion
-    times, the benchmark keeping ``per_round`` proofs in flight: the times of each round of that many
-    proofs vary (the first includes the daemon's warm-up: it is part of every rate) and the rate is
-    their mean. None with fewer than two rounds: one round says nothing of its own spread."""
+    times, the benchmark keeping ``per_round`` proofs in flight: the rate is the mean time of a round of
+    that many proofs, and the rounds' times vary. The first round also holds the daemon's warm-up (its
+    SRS load), a cost every trial pays rather than a spread: it is left out when three rounds or more
+    leave two without it, and kept with only two (an estimate that errs wide). None with fewer than two
+    rounds: one round says nothing of its own spread (a repeat of the trial does)."""
     rounds = len(times) // max(1, per_round)
     if rounds < 2:
         return None
     ends = sorted(times)[per_round - 1 :: per_round]
     durations = [end - start for start, end in zip((0.0, *ends), ends, strict=False)]
+    if rounds >= 3:
+        durations = durations[1:]
     mean = statistics.fmean(durations)
     if mean <= 0:
         return None
-    return SPREAD_SE * statistics.stdev(durations) / mean / math.sqrt(rounds)
+    return SPREAD_SE * statistics.stdev(durations) / mean / math.sqrt(len(durations))
 
 
 def knob_independent(proofs: Sequence[Mapping[str, Any]]) -> str | None:
@@ -570,13 +574,15 @@ class Measured:
             widths.append((max(rates) - min(rates)) / 2 / self.rate)
         return max(widths, default=None)
 
-    def said(self, noise: float | None = None) -> str:
-        """``trial 3 (and its repeat 7): 1896.0 ± 2.1% proofs/hour``."""
-        repeats = [t.index for t in self.runs[1:]]
-        again = f" (repeated as {', '.join(map(str, repeats))})" if repeats else ""
-        width = self.noise if noise is None else noise
-        spread = "" if width is None else f" ± {width:.1%}"
-        return f"trial {self.runs[0].index}{again}: {self.rate:.1f}{spread} proofs/hour"
+    @property
+    def name(self) -> str:
+        """``trial 3``, or ``trials 3 and 7`` for a config run again."""
+        indices = [str(t.index) for t in self.runs]
+        return f"trial {indices[0]}" if len(indices) == 1 else f"trials {', '.join(indices[:-1])} and {indices[-1]}"
+
+    def figure(self, noise: float | None) -> str:
+        """``1896.0 ± 2.1%``: the mean rate, and the noise it is weighed with when there is one."""
+        return f"{self.rate:.1f}" if noise is None else f"{self.rate:.1f} ± {noise:.1%}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -671,23 +677,26 @@ class Search:
             why = ", ".join(f"trial {t.index}: {t.status}" for t in runs) or "not run: predicted over the limit"
             if runs and all(t.status == "completed" for t in runs):
                 why = f"{why}, holding as many partitions as an OOM-killed trial"
-            return Verdict(fastest, None, f"the starting config did not complete safely ({why}); {fastest.said()}")
+            rate = f"{fastest.name}: {fastest.figure(fastest.noise)} proofs/hour"
+            return Verdict(fastest, None, f"the starting config did not complete safely ({why}); {rate}")
         if fastest.knobs == start.knobs:
-            return Verdict(None, start, f"{NO_BETTER}: it was the fastest, {start.said()}")
+            rate = f"{start.name}: {start.figure(start.noise)} proofs/hour"
+            return Verdict(None, start, f"{NO_BETTER}: the starting config was the fastest ({rate})")
         mine, theirs = fastest.noise, start.noise
         if mine is None and theirs is None:
             return Verdict(
                 None, start,
-                f"{NO_BETTER} beyond the noise, which was not measured ({fastest.said()} against the start's "
-                f"{start.rate:.1f}): a trial needs two rounds of its concurrency's proofs, or a repeat",
+                f"{NO_BETTER} beyond the noise, which was not measured: {fastest.name}'s {fastest.rate:.1f} "
+                f"against the start's {start.rate:.1f} proofs/hour ({start.name}); a trial needs two rounds of "
+                "its concurrency's proofs, or a repeat",
             )  # fmt: skip
         mine = theirs if mine is None else mine
         theirs = mine if theirs is None else theirs
         assert mine is not None and theirs is not None
-        against = f"{fastest.said(mine)} against the start's {start.said(theirs)}"
+        figures = f"{fastest.figure(mine)} against the start's {start.figure(theirs)} proofs/hour ({start.name})"
         if fastest.rate * (1 - mine) > start.rate * (1 + theirs):
-            return Verdict(fastest, start, f"beyond the noise: {against}")
-        return Verdict(None, start, f"{NO_BETTER}: within the noise, {against}")
+            return Verdict(fastest, start, f"{fastest.name} beat the starting config beyond the noise: {figures}")
+        return Verdict(None, start, f"{NO_BETTER}: {fastest.name}'s {figures} is within the noise")
 
     def confirmations(self) -> list[Knobs]:
         """The configs to run again before the verdict holds: the start and the fastest, each once, while
@@ -792,10 +801,13 @@ def new_search(
     return search, report
 
 
-def left_alone(search: Search) -> str | None:
-    """Which knobs the search leaves at the starting config's values, and why; None when it varies all."""
+def left_alone(search: Search, *, reasons: bool = True) -> str | None:
+    """Which knobs the search leaves at the starting config's values, and why (each knob's own reason
+    too, unless ``reasons`` is False: a screen's one line); None when it varies them all."""
     if not search.inert:
         return None
+    if not reasons:
+        return f"left alone (no effect with pipeline.enabled = false): {', '.join(search.inert)}"
     why = "; ".join(f"{name}: {reason}" for name, reason in search.inert.items())
     return f"left alone, as they have no effect with pipeline.enabled = false — {why}"
 

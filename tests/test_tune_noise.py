@@ -6,6 +6,7 @@ engine in monolithic mode, whose trials differ only by noise, ends with no bette
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -38,14 +39,23 @@ MONOLITHIC = "[pipeline]\nenabled = false\n"
 PROOFS = 12
 
 
+WARM_UP = 1.5  # the first round's time against the others' (the daemon's SRS load)
+
+
+def rounds_of(wobble: float, concurrency: int) -> list[float]:
+    """The steady rounds' times (in units of their mean) of PROOFS proofs: alternately ``wobble`` under
+    and over."""
+    return [1 + (wobble if k % 2 else -wobble) for k in range(PROOFS // concurrency - 1)]
+
+
 def times_of(rate: float, wobble: float, concurrency: int) -> tuple[float, ...]:
-    """Completion times of PROOFS proofs at ``rate`` per hour, in rounds of ``concurrency`` whose
-    durations alternate ±``wobble`` around the mean (the spread the trial measures of itself)."""
+    """Completion times of PROOFS proofs at about ``rate`` per hour, in rounds of ``concurrency``: a
+    warm-up round, then :func:`rounds_of` (the spread the trial measures of itself)."""
     mean = 3600 / rate * concurrency
     out: list[float] = []
     t = 0.0
-    for k in range(PROOFS // concurrency):
-        t += mean * (1 + (wobble if k % 2 else -wobble))
+    for duration in (WARM_UP, *rounds_of(wobble, concurrency)):
+        t += mean * duration
         out += [t] * concurrency
     return tuple(out)
 
@@ -106,6 +116,8 @@ def test_a_monolithic_search_leaves_the_inert_knobs_alone_and_says_why() -> None
     line = left_alone(search)
     assert line is not None and "no effect with pipeline.enabled = false" in line
     assert all(name in line for name in MONOLITHIC_INERT) and "reserves no budget" in line
+    short = left_alone(search, reasons=False)  # the Tune screen's line
+    assert short is not None and all(name in short for name in MONOLITHIC_INERT) and "reserves" not in short
 
 
 def test_a_pipeline_search_varies_the_pipeline_knobs() -> None:
@@ -123,14 +135,14 @@ def test_trials_that_differ_only_by_noise_end_with_no_better_config() -> None:
     run_search(search, runner, runner.config_for, max_trials=6)
     verdict = search.verdict()
     assert verdict.better is None and verdict.start is not None
-    assert verdict.text.startswith(f"{NO_BETTER}: within the noise"), verdict.text
+    assert verdict.text.startswith(NO_BETTER) and verdict.text.endswith("is within the noise"), verdict.text
     assert search.best() is not None and search.best() is not search.trials[0]  # the fastest was a lucky one
-    # Each trial's spread is measured and shown: m rounds alternating ±3 % have a standard deviation of
-    # 3 % × √(m / (m − 1)), so 2 standard errors are 2 × 3 % / √(m − 1).
+    # Each trial's spread is measured and shown: 2 standard errors of its steady rounds' mean.
     for trial in search.trials:
-        rounds = PROOFS // trial.knobs.concurrency
-        assert trial.spread == pytest.approx(2 * 0.03 / (rounds - 1) ** 0.5), trial
-        assert trial_row(trial, None).spread == trial.spread
+        steady = rounds_of(0.03, trial.knobs.concurrency)
+        expected = 2 * statistics.stdev(steady) / statistics.fmean(steady) / len(steady) ** 0.5
+        assert trial.spread == pytest.approx(expected), trial
+        assert 0.015 < expected < 0.05 and trial_row(trial, None).spread == trial.spread
 
 
 def test_a_clearly_faster_config_is_run_again_with_the_start_and_wins_beyond_the_noise() -> None:
@@ -138,12 +150,14 @@ def test_a_clearly_faster_config_is_run_again_with_the_start_and_wins_beyond_the
     runner = InjectedRunner(search, lambda knobs, run: 150.0 if knobs.gpu_threads == 32 else 100.0)
     run_search(search, runner, runner.config_for, max_trials=5)
     repeats = [t for t in search.trials if t.repeat_of is not None]
-    assert sorted(t.repeat_of for t in repeats) == [1, 2]  # the start (trial 1) and the candidate (trial 2)
-    assert all(t.knobs == search.trials[t.repeat_of - 1].knobs for t in repeats if t.repeat_of)
+    assert [t.repeat_of for t in repeats] == [1, 2]  # the start (trial 1), then the candidate (trial 2)
+    assert [t.knobs for t in repeats] == [search.trials[0].knobs, search.trials[1].knobs]
     assert sum(1 for t in search.trials if t.ran) == 5  # room was kept for both repeats
     verdict = search.verdict()
     assert verdict.better is not None and verdict.better.knobs.gpu_threads == 32
-    assert len(verdict.better.runs) == 2 and verdict.text.startswith("beyond the noise"), verdict.text
+    assert len(verdict.better.runs) == 2
+    assert verdict.text.startswith("trials 2 and 5 beat the starting config beyond the noise: 150.0 ± "), verdict.text
+    assert "against the start's 100.0 ± " in verdict.text and "(trials 1 and 4)" in verdict.text
 
 
 def test_a_config_faster_once_but_not_when_run_again_is_not_better() -> None:
@@ -158,8 +172,9 @@ def test_a_config_faster_once_but_not_when_run_again_is_not_better() -> None:
     run_search(search, runner, runner.config_for, max_trials=4)
     assert [t.repeat_of for t in search.trials[-2:]] == [1, 2]
     verdict = search.verdict()
-    assert verdict.better is None and verdict.text.startswith(f"{NO_BETTER}: within the noise"), verdict.text
-    assert "repeated as" in verdict.text  # the runs it weighed are named
+    # 104 ± 8 % (its runs' half range) against 100 ± 1.9 %: the runs it weighed are named.
+    assert verdict.better is None and verdict.text.startswith(f"{NO_BETTER}: trials 2 and 4's 104.0 ± 7.7%")
+    assert verdict.text.endswith("(trials 1 and 3) is within the noise"), verdict.text
 
 
 def test_unmeasured_noise_is_no_evidence_of_a_better_config() -> None:
@@ -185,12 +200,14 @@ def test_a_start_that_failed_is_beaten_by_any_config_that_completed() -> None:
     assert search.confirmations() == []  # nothing to confirm against a start that failed
 
 
-def test_completion_spread_is_the_rounds_standard_error() -> None:
-    # Rounds of 2 proofs: 10, 12, 8 s. Mean 10, stdev 2: 2 × 2 / 10 / √3.
-    times = (5.0, 10.0, 21.0, 22.0, 29.0, 30.0)
+def test_completion_spread_is_the_steady_rounds_standard_error() -> None:
+    # Rounds of 2 proofs: 30 s with the warm-up, then 10, 12, 8 s. Mean 10, stdev 2: 2 × 2 / 10 / √3.
+    times = (29.0, 30.0, 35.0, 40.0, 51.0, 52.0, 59.0, 60.0)
     assert completion_spread(times, 2) == pytest.approx(2 * 2 / 10 / 3**0.5)
-    assert completion_spread(times, 4) is None  # one round of 4
-    assert completion_spread((3.0, 6.0, 9.0), 1) == 0.0  # a steady trial: no spread
+    # Two rounds (30 s, 10 s) leave none to spare: both count, and the spread is wide.
+    assert completion_spread(times[:4], 2) == pytest.approx(2 * statistics.stdev([30, 10]) / 20 / 2**0.5)
+    assert completion_spread(times, 8) is None  # one round of 8
+    assert completion_spread((9.0, 12.0, 15.0, 18.0), 1) == 0.0  # a steady trial after its warm-up: no spread
 
 
 def test_a_short_monolithic_search_on_the_engine_varies_no_inert_knob_and_finds_no_better_config(
@@ -201,7 +218,7 @@ def test_a_short_monolithic_search_on_the_engine_varies_no_inert_knob_and_finds_
     # models neither the C++ prover's threads nor a gain from more than one proof in flight per GPU),
     # so the trials differ only by noise. No memory cgroup: monolithic work reserves no budget.
     config = tmp_path / "start.toml"
-    config.write_text(f"# mine\n{MONOLITHIC}[engine]\ntime_scale = 0.002\n")
+    config.write_text(f"# mine\n{MONOLITHIC}[engine]\ntime_scale = 0.001\n")
     out = tmp_path / "best.toml"
     proc = subprocess.run(
         [sys.executable, "-m", "cuzktui.cli", "tune", "--engine", "--config", str(config), "--count", "4",

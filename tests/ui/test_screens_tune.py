@@ -59,8 +59,8 @@ def search_snapshot(state: str = "running", **best: object) -> TuneSnapshot:
     rows = (
         row(1, "oom", (), 0.0, 262, oom_kills=1, price_per_proof=None,
             note="OOM-killed: memory cgroup oom_kill 0 → 1"),
-        row(2, "completed", (budget,), 36.0, 201),
-        row(3, "completed", (budget, synth), 47.9, 214),
+        row(2, "completed", (budget,), 36.0, 201, spread=0.031),
+        row(3, "completed", (budget, synth), 47.9, 214, spread=0.024),
         row(4, "skipped", (budget, synth, "pipeline.max_gpu_queue_depth = 8"), None, 268, predicted=True,
             margin=None, price_per_proof=None, note="predicted peak RSS 268 GiB > limit 256 GiB"),
         row(5, "stopped", (budget, synth, "concurrency = 8"), 0.0, 190, price_per_proof=None, completed=5,
@@ -82,6 +82,7 @@ def search_snapshot(state: str = "running", **best: object) -> TuneSnapshot:
         best=dataclasses.replace(top, **best),  # type: ignore[arg-type]
         message="" if state == "running" else "the 12 trials asked for have run",
         tier=tier_line(LIMIT, "porep"),
+        verdict="the starting config did not complete safely (trial 1: oom); trial 3: 47.9 ± 2.4% proofs/hour",
     )
 
 
@@ -145,13 +146,16 @@ async def test_the_table_and_the_scatter_follow_the_search_as_trials_end() -> No
         screen = screen_of(app)
         table = screen.query_one(DataTable)
         assert table.row_count == 6
-        assert cells(table, 2)[:8] == ["3*", "completed", "47.9", "214", "256", "0.84", "0", "0.084"]
-        assert cells(table, 3)[3] == "~268" and "predicted peak RSS 268 GiB" in cells(table, 3)[8]
-        assert cells(table, 5)[:4] == ["6", "running", "-", "230"] and "5 of 12 proofs so far" in cells(table, 5)[8]
+        assert cells(table, 2)[:9] == ["3*", "completed", "47.9", "2.4%", "214", "256", "0.84", "0", "0.084"]
+        assert cells(table, 3)[3:5] == ["-", "~268"] and "predicted peak RSS 268 GiB" in cells(table, 3)[9]
+        assert (
+            cells(table, 5)[:5] == ["6", "running", "-", "-", "230"] and "5 of 12 proofs so far" in cells(table, 5)[9]
+        )
         status = str(screen.query_one("#tune-status", Static).render())
         assert "searching · porep × 12 per trial · 5 of 12 trials run · limit 256 GiB" in status
         assert "best: trial 3, 47.9 proofs/hour, margin 0.84, at benchmark concurrency 6" in status
         assert "passes config check; a applies 2 change(s)" in status
+        assert "the starting config did not complete safely (trial 1: oom); trial 3: 47.9 ± 2.4%" in status
         # The running trial completes faster than trial 3: its row is replaced, the star moves.
         done = row(6, "completed", ('memory.total_budget = "224GiB"',), 52.0, 236)
         best = TuneBest(6, 52.0, None, 236 / 256, 6, (("memory.total_budget", "224GiB"),), ())
@@ -168,6 +172,21 @@ async def test_the_table_and_the_scatter_follow_the_search_as_trials_end() -> No
         assert [x for x, _ in lines["limit"]] == [256.0, 256.0] and spec.x_unit == "GiB"
         chart = screen.query_one(Chart)
         assert any("limit" in chart.render_line(y).text for y in range(chart.size.height))
+
+
+async def test_no_config_beyond_the_noise_is_said_and_nothing_is_applied() -> None:
+    fake = FakeController()
+    verdict = "no config beat the starting one: trial 3's 47.9 ± 9.0% against the start's … is within the noise"
+    alone = "left alone, as they have no effect with pipeline.enabled = false — pipeline.max_gpu_queue_depth: …"
+    fake.tune = dataclasses.replace(search_snapshot("finished"), best=None, verdict=verdict, left_alone=alone)
+    app = make_app(fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        status = str(screen_of(app).query_one("#tune-status", Static).render())
+        assert verdict in status and alone in status and "best:" not in status
+        await pilot.press("a")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmModal) and fake.applied == []
+        assert any(f"no best config to apply: {verdict}" in str(n.message) for n in app._notifications)
 
 
 def test_snapshot_tune(snap_compare: object) -> None:
@@ -306,7 +325,8 @@ async def test_a_short_search_runs_from_the_screen_then_its_best_is_applied(live
     await live.until_ready()
     await live.show("8", TuneScreen)
     screen = screen_of(app)
-    for name, value in (("count", "2"), ("concurrency", "1"), ("trials", "2")):
+    # Four proofs one at a time: four rounds, enough for each trial to measure its own spread well.
+    for name, value in (("count", "4"), ("concurrency", "1"), ("trials", "2")):
         await live.type_into(screen.query_one(f"#tune-{name}", Input), value)
     runs = model.daemon.runs
     await live.pilot.press("ctrl+s")
@@ -333,12 +353,14 @@ async def test_a_short_search_runs_from_the_screen_then_its_best_is_applied(live
         finished = [
             e for e in iter_session_events(snap.directory / f"trial-{r.index:02d}") if isinstance(e, ev.BenchFinished)
         ]
-        assert [(e.completed, e.outcome) for e in finished] == [(2, "completed")]
+        assert [(e.completed, e.outcome) for e in finished] == [(4, "completed")]
     table = screen.query_one(DataTable)
     await live.until(lambda: table.row_count == len(snap.trials), "the table shows every trial", 10)
     # The search gave the daemon back: the TUI relaunched it with the running config.
     await live.until_ready(runs_above=runs)
     assert snap.best is not None and not snap.best.check_errors
+    # Pipeline mode: every knob acts; the second trial beat the first beyond its noise.
+    assert snap.left_alone is None and "beat the starting config beyond the noise" in snap.verdict, snap.verdict
     changes = dict(snap.best.changes)
     assert changes, snap.trials
     configs = len(model.configs)
