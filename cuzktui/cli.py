@@ -72,7 +72,11 @@ def _add_request_inputs(parser: argparse.ArgumentParser) -> None:
         "--registered-proof", type=int, metavar="N", help="Go abi proof type (default: Curio's for 32 GiB)"
     )
     for name, what in (
-        ("randomness", "PoSt randomness (default: post-randomness.txt beside --input, else zeros)"),
+        (
+            "randomness",
+            "PoSt randomness (default: post-randomness.txt beside --input, its value alone or "
+            "a --randomness line; else zeros)",
+        ),
         ("comm-r-old", "SnapDeals comm_r_old (default: snap-comms.txt beside --input)"),
         ("comm-r-new", "SnapDeals comm_r_new"),
         ("comm-d-new", "SnapDeals comm_d_new"),
@@ -205,7 +209,11 @@ def build_parser() -> argparse.ArgumentParser:
     tune = sub.add_parser(
         "tune",
         help="search the knobs for the most proofs per hour that never OOM (a benchmark per trial)",
-        epilog="exit status: 0 a best config was found (and passes config check); 1 none; 2 bad usage.",
+        epilog=(
+            "exit status: 0 a config beat the starting one beyond the noise (and passes config check); 1 none did; "
+            "2 bad usage: an option, an input bench would refuse, or a trial that failed for a reason no knob "
+            "changes (the input, a parameter file, the proof type, the daemon's build)."
+        ),
     )
     _add_daemon_choice(tune)
     tune.add_argument("--kind", "-t", "--type", type=cuzk_bench_kind, choices=CLI_KINDS, default="porep")
@@ -214,12 +222,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--concurrency", "-j", type=int, default=6, metavar="C", help="starting benchmark concurrency (default 6)"
     )
     tune.add_argument("--profile", type=int, metavar="GIB", help="on the engine, emulate a box of this much RAM")
-    _add_request_inputs(tune)  # each trial's benchmark proves these, as bench does
+    _add_request_inputs(tune)  # each trial's benchmark is given these, and reads the files beside --input
     tune.add_argument("--memory-limit", metavar="SIZE", help="the trials' memory cgroup size (default: the profile's)")
     tune.add_argument("--trials", type=int, default=12, metavar="K", help="at most K benchmarks (default 12)")
     tune.add_argument("--time-budget", default="2h", metavar="DURATION", help="stop starting trials after this (2h)")
     tune.add_argument("--price-per-hour", type=float, metavar="X", help="the box's price per hour, for price per proof")
-    tune.add_argument("--out", metavar="FILE", help="write the best config here (the starting file's comments kept)")
+    tune.add_argument(
+        "--out", metavar="FILE", help="write the best config here, if one beat the start (the file's comments kept)"
+    )
     tune.add_argument("--json", action="store_true", help="print the trials and the best as one JSON object")
     tune.add_argument(
         "--resume", metavar="DIR", help="continue the search recorded in DIR (its tune.json), or start one there"
