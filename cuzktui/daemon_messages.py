@@ -160,6 +160,15 @@ BACKGROUND_PCE_COMPLETE_PREFIX: Final = "background PCE extraction complete for 
 C1_PARSE_FAILED: Final = "Phase 7: C1 parse/SRS load failed"  # job error "C1 parse failed: <e>"
 SNAP_PARSE_FAILED: Final = "SnapDeals parse/SRS load failed"  # job error "SnapDeals parse failed: <e>"
 SYNTHESIS_TASK_PANICKED: Final = "synthesis task panicked"  # job error "synthesis panicked: <JoinError>"
+# process_batch built without the cuda-supraseal feature: every pipeline job fails with it, logged in the
+# dispatch span without a job id (the job error is "pipeline mode requires cuda-supraseal").
+PIPELINE_NEEDS_CUDA: Final = "pipeline mode requires cuda-supraseal feature"
+# The spans the synthesis dispatcher runs process_batch in, one batch of dequeued requests each:
+# ``proof_kind`` (Display, as "job dequeued for proving" prints it) in all but the last two, ``batch_size``
+# in all but synth_single. A line in one names no job; it is about the requests the dispatcher last took.
+DISPATCH_SPANS: Final = frozenset(
+    {"synth_single", "synth_batch_full", "synth_preempt_flush", "synth_timeout_flush", "synth_shutdown_flush"}
+)
 # The PoRep self-check verdicts, "<site> PASSED" / "<site> FAILED — proof will NOT be returned to caller".
 SELF_CHECK_PARTITIONED: Final = "Phase 7: PoRep proof self-check"  # process_partition_result
 SELF_CHECK_SINGLE: Final = "Pipeline single-sector PoRep proof self-check"  # process_monolithic_result

@@ -206,13 +206,16 @@ class ProofAssembled:
 
 @dataclass(frozen=True, slots=True)
 class ProofFailedLine:
-    """An ERROR line that reports a failed partition, job or prove call."""
+    """An ERROR line that reports a failed partition, job or prove call; ``dispatch`` is the synthesis
+    dispatcher's span it was logged in (engine.rs process_batch: an ERROR there fails the batch's jobs,
+    whatever its text), None outside one."""
 
     ts: float | None
     message: str
     error: str
     job_id: str | None = None
     partition: int | None = None
+    dispatch: Span | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import calendar
 import codecs
+import itertools
 import re
 from collections.abc import Callable, Iterator
 from functools import lru_cache
@@ -58,11 +59,16 @@ from .events import (
 )
 
 __all__ = [
+    "PIECED_TIMELINE_REACH",
     "LineSplitter",
     "event_line_starts",
     "is_inert",
     "lazy_line_starts",
+    "may_be_timeline_rest",
     "parse_line",
+    "pieced_timeline_lines",
+    "rejoin_timeline",
+    "split_pieced_timeline",
     "strip_ansi",
     "timing_events",
 ]
@@ -141,6 +147,92 @@ def _parse_timeline(line: str) -> LogEvent:
     if detail_text == "monolithic":
         return TimelineEvent(int(offset_text), event, job_id, {}, None, None, True)
     return TimelineEvent(int(offset_text), event, job_id, *_timeline_detail(detail_text))
+
+
+# engine.rs timeline_event writes TIMELINE with eprintln!, one write to stderr per piece of its format
+# ("TIMELINE,", the offset, ",", …, the detail, "\n"), while tracing writes each line whole to stdout. With both
+# streams on one file a tracing line can land between two pieces: "TIMELINE,157180,GPU_PICKUP,<job>," then a
+# whole tracing line on the same line, then the rest ("worker=1") alone on a later one.
+_PIECE_STAMP_END: Final = re.compile(rb"\.[0-9]{6}Z")
+_PIECE_STAMP_HEAD: Final = re.compile(rb"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}")
+_PIECE_SGR: Final = re.compile(rb"(?:\x1b\[[0-9;]*m)+\Z")
+_STAMP_HEAD_LEN: Final = len("2026-05-01T07:00:00")
+# What starts a line the daemon writes whole: a tracing line (maybe coloured), TIMELINE, the C++ timings.
+_WHOLE_LINE_START: Final = re.compile(
+    rb"(?:\x1b\[[0-9;]*m)*(?:[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.|TIMELINE,|CUZK_)"
+)
+# A TIMELINE line after a newline that may hold a tracing line (a '.': none of its own pieces has one); the
+# literal first lets the search skip to each at C speed.
+_PIECED_CANDIDATE: Final = re.compile(rb"\nTIMELINE,[^\n.]*+\.")
+# How many lines after a pieced TIMELINE line its rest is looked for: the writes that can come between are a
+# few other threads' whole lines.
+PIECED_TIMELINE_REACH: Final = 16
+
+
+def split_pieced_timeline(raw: bytes) -> tuple[bytes, bytes] | None:
+    """(the TIMELINE pieces written before it, the tracing line) of a TIMELINE line a tracing line was
+    written into; None for any other line. The rest of the TIMELINE line comes on a later line
+    (:func:`rejoin_timeline`)."""
+    if not raw.startswith(b"TIMELINE,") or b"." not in raw:
+        return None
+    for m in _PIECE_STAMP_END.finditer(raw):
+        stamp = m.start() - _STAMP_HEAD_LEN
+        if stamp >= len(b"TIMELINE,") and _PIECE_STAMP_HEAD.fullmatch(raw, stamp, m.start()):
+            colour = _PIECE_SGR.search(raw, len(b"TIMELINE,"), stamp)  # a coloured line's codes before its stamp
+            cut = colour.start() if colour is not None else stamp
+            return raw[:cut], raw[cut:]
+    return None
+
+
+def may_be_timeline_rest(raw: bytes) -> bool:
+    """Whether ``raw`` can be the rest of a pieced TIMELINE line: not a line the daemon writes whole."""
+    return _WHOLE_LINE_START.match(raw) is None
+
+
+def rejoin_timeline(head: bytes, rest: bytes) -> bytes | None:
+    """The TIMELINE line ``head`` + ``rest`` when it is a whole one (every field, a detail of ``key=value``
+    items or ``monolithic``); None when ``rest`` is no rest of it."""
+    line = head + rest
+    event = _parse_timeline(line.decode("utf-8", "replace"))
+    if not isinstance(event, TimelineEvent):
+        return None
+    detail = line.split(b",", 4)[4]
+    if detail != b"monolithic" and not all(b"=" in item for item in detail.split(b",")):
+        return None
+    return line
+
+
+def pieced_timeline_lines(block: bytes, starts: list[int], wanted: int = 0) -> tuple[list[int], int]:
+    """``starts`` (line starts in ``block``, in order) with the rest of each pieced TIMELINE line added (the
+    first line after it that the daemon did not write whole, within PIECED_TIMELINE_REACH lines), so that a
+    reader that skips lines still reads the rest; and how many lines of the next block to search still, for a
+    pieced line whose rest was not in this one. ``wanted`` is that count from the block before. Free for a
+    block without a TIMELINE line holding a '.' when nothing is wanted."""
+    added: list[int] = []
+    if wanted:
+        found, wanted = _timeline_rest(block, 0, wanted)
+        added += found
+    candidates = (m.start() + 1 for m in _PIECED_CANDIDATE.finditer(block))
+    for start in itertools.chain([0] if block.startswith(b"TIMELINE,") else [], candidates):
+        end = block.find(b"\n", start)
+        if end == -1 or split_pieced_timeline(block[start:end]) is None:
+            continue
+        found, wanted = _timeline_rest(block, end + 1, PIECED_TIMELINE_REACH)
+        added += found
+    return (sorted({*starts, *added}) if added else starts), wanted
+
+
+def _timeline_rest(block: bytes, pos: int, reach: int) -> tuple[list[int], int]:
+    """([the start of the first line from ``pos`` that may be a TIMELINE rest], 0), or ([], the lines still to
+    search in the next block) when none of the next ``reach`` lines is."""
+    while reach and pos < len(block):
+        end = block.find(b"\n", pos)
+        end = len(block) if end == -1 else end
+        if may_be_timeline_rest(block[pos:end]):
+            return [pos], 0
+        reach -= 1
+        pos = end + 1
+    return [], reach
 
 
 # --------------------------------------------------------------------------------------------
@@ -407,6 +499,11 @@ def _assembled(record: LogRecord) -> LogEvent:
     )
 
 
+def _dispatch_span(spans: tuple[Span, ...]) -> Span | None:
+    """The synthesis dispatcher's span among ``spans`` (engine.rs process_batch), if the line is in one."""
+    return next((span for span in spans if span.name in M.DISPATCH_SPANS), None)
+
+
 def _failed(record: LogRecord) -> LogEvent:
     if record.level != "ERROR":
         return record
@@ -416,6 +513,7 @@ def _failed(record: LogRecord) -> LogEvent:
         record.fields.get("error", ""),
         _field_from(record.fields, record.spans, "job_id"),
         _option_int(_field_from(record.fields, record.spans, "partition")),
+        _dispatch_span(record.spans),
     )
 
 
@@ -492,6 +590,7 @@ _FAILURE_MESSAGES: Final = (
     "GPU proving failed",
     M.PROOF_FAILED,
     M.PROVE_FAILED,
+    M.PIPELINE_NEEDS_CUDA,
     M.C1_PARSE_FAILED,
     M.SNAP_PARSE_FAILED,
     M.SYNTHESIS_TASK_PANICKED,
@@ -571,6 +670,9 @@ def _classify(
     record = LogRecord(ts, level, target, message, spans, fields)
     if builder is not None:
         return builder(record)
+    if level == "ERROR" and spans and _dispatch_span(spans) is not None:
+        # Every ERROR of process_batch ends the batch's jobs (engine.rs), texts not known here included.
+        return _failed(record)
     if not message.startswith(_PREFIXED_MESSAGES):  # one test for the bulk: a line that is no event
         return record
     if message.startswith(M.READY_PREFIX):

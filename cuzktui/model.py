@@ -19,7 +19,7 @@ from typing import Final, Literal, cast
 from . import events as ev
 from .daemon_facts import nominal_bytes
 from .status_timeline import StatusTimeline
-from .timeline import DEFAULT_MAX_JOBS, Timeline
+from .timeline import DEFAULT_MAX_JOBS, Timeline, lost_reason
 
 SERIES_CAPACITY: Final = 4096
 NOTICE_CAPACITY: Final = 500
@@ -192,6 +192,7 @@ class SessionModel:
         self.budget_stalls: list[ev.BudgetStall] = []
         self.warnings: deque[ev.LogRecord] = deque(maxlen=NOTICE_CAPACITY)  # WARN/ERROR lines of the log
         self._overtaken_seen = 0
+        self._failures_seen = 0
         self._warned: set[str] = set()  # WARN/ERROR texts already noticed in this daemon run
         # Every exit, with the timeline's daemon run it ended (None: before any run was seen).
         self.exits: list[tuple[int | None, ev.DaemonExited]] = []
@@ -250,8 +251,7 @@ class SessionModel:
             timing = cast(ev.GpuTiming | ev.FinTiming, event)
             self._observe_time(timing.ts)
             changed = self.timeline.apply(timing)
-            if len(self.timeline.overtaken) > self._overtaken_seen:
-                self._notice_overtaken(timing.ts)
+            self._notice_outcomes(timing.ts)
             return changed
         if isinstance(event, ev.MemorySample):
             self._observe_time(event.t)
@@ -438,6 +438,7 @@ class SessionModel:
             if event.status == "FAILED":
                 # The RPC result names the job that a failure line without a job id left open.
                 self.timeline.fail_job(event.job_id, event.error, event.t)
+                self._notice_outcomes(event.t)
         else:
             self.bench.restarts.append(event)
         self.bench_version += 1
@@ -482,8 +483,7 @@ class SessionModel:
         if daemon_changed:
             self.daemon_version += 1
         timeline_changed = self.timeline.apply(cast(ev.LogEvent, event))
-        if len(self.timeline.overtaken) > self._overtaken_seen:
-            self._notice_overtaken(ts)
+        self._notice_outcomes(ts)
         return daemon_changed or timeline_changed
 
     def _notice(self, t: float | None, level: Literal["info", "warning", "error"], text: str) -> None:
@@ -519,15 +519,25 @@ class SessionModel:
                 "budget and will block forever (raise memory.total_budget)",
             )
 
-    def _notice_overtaken(self, ts: float | None) -> None:
-        for job in self.timeline.overtaken[self._overtaken_seen :]:
-            self._notice(
-                ts,
-                "error",
-                f"job {job.job_id} was replaced in the monolithic GPU queue by {job.overtaken_by}: "
-                "its Prove will never return (upstream PriorityWorkQueue keys every job (0, 0))",
-            )
-        self._overtaken_seen = len(self.timeline.overtaken)
+    def _notice_outcomes(self, ts: float | None) -> None:
+        """A notice for each job the timeline lost since the last call, and for each failure with a text
+        not said yet in this daemon run, in the daemon's own words (24 proofs failing for one reason are
+        one notice)."""
+        timeline = self.timeline
+        for job in timeline.overtaken[self._overtaken_seen :]:
+            self._notice(ts, "error", f"job {job.job_id} lost: {lost_reason(job)}")
+        self._overtaken_seen = len(timeline.overtaken)
+        new = timeline.failed - self._failures_seen
+        if new <= 0:
+            return
+        self._failures_seen = timeline.failed
+        recent = timeline.recent_failures
+        for job in list(recent)[max(0, len(recent) - new) :]:
+            text = job.error or "failed (the daemon gave no reason)"
+            if f"failed: {text}" in self._warned:
+                continue
+            self._warned.add(f"failed: {text}")
+            self._notice(ts, "error", f"job {job.job_id} failed: {text}")
 
     def _log_lifecycle(self, event: ev.DaemonStarting | ev.DaemonReady) -> bool:
         """A bare log's daemon runs, as the log shows them; a supervisor's events win when present."""

@@ -5,8 +5,9 @@ one model), so the three always agree on every job's final state. :func:`build_r
 JSON-ready dict; :func:`render_text` the same for a terminal.
 
 Statuses are final: a job still running when the recording ends, or cut by its daemon's death, is
-``incomplete`` with the reason; ``completed`` means the proof was delivered (a PoRep proof whose
-self-check failed after assembly is ``failed``, engine.rs Phase 7).
+``incomplete`` with the reason; one replaced in the monolithic GPU queue is ``lost`` (its caller is
+never answered); ``completed`` means the proof was delivered (a PoRep proof whose self-check failed
+after assembly is ``failed``, engine.rs Phase 7).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any, Final
 
 from . import events as ev
 from .model import SessionModel
-from .timeline import Job, Timeline
+from .timeline import Job, Timeline, lost_reason
 
 __all__ = ["build_report", "render_text"]
 
@@ -83,11 +84,8 @@ def _reason(job: Job, model: SessionModel, exits: dict[int, ev.DaemonExited]) ->
         return f"delivered from the batch led by {job.batch_leader}" if job.batch_leader else ""
     if job.status == "failed":
         return job.error or "failed"
-    if job.overtaken_by:
-        return (
-            f"replaced in the monolithic GPU queue by {job.overtaken_by}, which started and finished: upstream's "
-            "PriorityWorkQueue keys every monolithic job (0, 0), so this one's Prove never returns"
-        )
+    if job.status == "lost":
+        return lost_reason(job)
     phase = _phase_of(job)
     segment = model.timeline.segments[job.segment]
     if segment.ended:
@@ -166,7 +164,7 @@ def build_report(model: SessionModel, source: str, time_scale: float | None = No
         # "status": no log was followed, the jobs are the daemon's /status polls' (see STATUS_JOBS).
         "job_source": "status" if model.jobs_from_status else "log",
         "jobs": entries,
-        "counts": {key: counts.get(key, 0) for key in ("completed", "failed", "incomplete")},
+        "counts": {key: counts.get(key, 0) for key in ("completed", "failed", "incomplete", "lost")},
         "phases": {
             "synthesis": _figures([s for p in partitions if (s := p.synth_s) is not None], scale),
             "scheduler_wait": _figures([s for j in jobs if (s := j.scheduler_wait_s) is not None], scale),
@@ -212,7 +210,8 @@ def render_text(report: dict[str, Any]) -> str:
         )
     lines.append(
         f"jobs: {len(report['jobs'])}  completed {counts['completed']}  failed {counts['failed']}  "
-        f"incomplete {counts['incomplete']}   daemon runs: {report['daemon_runs']} (restarts {report['restarts']})"
+        f"incomplete {counts['incomplete']}  lost {counts['lost']}   "
+        f"daemon runs: {report['daemon_runs']} (restarts {report['restarts']})"
     )
     if report["job_source"] == "status":
         lines.append(STATUS_JOBS)

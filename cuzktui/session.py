@@ -43,7 +43,18 @@ from platformdirs import user_state_dir
 from . import events as ev
 from . import model_cache
 from .events import Stream
-from .logparse import event_line_starts, is_inert, lazy_line_starts, parse_line, strip_ansi
+from .logparse import (
+    PIECED_TIMELINE_REACH,
+    event_line_starts,
+    is_inert,
+    lazy_line_starts,
+    may_be_timeline_rest,
+    parse_line,
+    pieced_timeline_lines,
+    rejoin_timeline,
+    split_pieced_timeline,
+    strip_ansi,
+)
 from .model import SessionModel
 from .session_layout import CONFIG_DIR, DAEMON_LOG, EVENTS_FILE, META_FILE, config_versions
 from .timeline import Timeline
@@ -229,6 +240,8 @@ class _Tail:
         self._partial = b""
         self.line_number = 0
         self.cut = False  # the file ended without a newline (final read): its writer stopped mid-line
+        # Lines of the next block to search for the rest of a pieced TIMELINE line (logparse.pieced_timeline_lines).
+        self._rest_wanted = 0
 
     @property
     def offset(self) -> int:
@@ -285,7 +298,9 @@ class _Tail:
         """Only the lines that may be events (logparse.event_line_starts), found over whole blocks at
         C speed: the bulk of a long log is never split into line objects."""
         for _, block in self._counted(final, limit):
-            for start in event_line_starts(block, details):
+            starts = event_line_starts(block, details)
+            starts, self._rest_wanted = pieced_timeline_lines(block, starts, self._rest_wanted)
+            for start in starts:
                 yield _line_at(block, start)
 
     def lazy_event_lines(self, final: bool, limit: int | None = None) -> Iterator[bytes | ev.DetailLines]:
@@ -294,6 +309,7 @@ class _Tail:
         reread = functools.partial(_read_range, self.path)
         for base, block in self._counted(final, limit):
             starts, timing = lazy_line_starts(block)
+            starts, self._rest_wanted = pieced_timeline_lines(block, starts, self._rest_wanted)
             done = 0
             for start in starts:
                 if done < len(timing) and timing[done] < start:
@@ -354,6 +370,10 @@ class LogFollower:
         self._skip_inert = skip_inert
         self._details = details
         self._lazy = lazy and skip_inert and details
+        # The first pieces of a TIMELINE line a tracing line was written into, waiting for the rest
+        # (logparse.split_pieced_timeline), and how many more lines it waits.
+        self._pieced: bytes | None = None
+        self._pieced_reach = 0
 
     def read(self, final: bool, limit: int | None = None) -> Iterator[_Keyed]:
         skip, details = self._skip_inert, self._details
@@ -368,10 +388,24 @@ class LogFollower:
             if isinstance(raw, ev.DetailLines):  # unstamped: placed where the line before it was
                 yield self._key, raw
                 continue
-            if raw.startswith(b"TIMELINE,") and b"\x1b" not in raw:
-                # The bulk of the events: never inert, no colour to strip, no timestamp of its own.
-                yield self._key, parse_line(raw.decode("utf-8", "replace"), Stream.UNKNOWN)
-                continue
+            if self._pieced is not None:
+                event, was_rest = self._take_rest(raw)
+                if event is not None:
+                    yield self._key, event
+                if was_rest:
+                    continue
+            if raw.startswith(b"TIMELINE,"):
+                pieces = split_pieced_timeline(raw)
+                if pieces is not None:
+                    if self._pieced is not None:  # stderr's lock keeps TIMELINE lines apart: never seen
+                        yield self._key, parse_line(self._pieced.decode("utf-8", "replace"), Stream.UNKNOWN)
+                    # The tracing line is read now; the TIMELINE line once its rest comes.
+                    self._pieced, raw = pieces
+                    self._pieced_reach = PIECED_TIMELINE_REACH
+                elif b"\x1b" not in raw:
+                    # The bulk of the events: never inert, no colour to strip, no timestamp of its own.
+                    yield self._key, parse_line(raw.decode("utf-8", "replace"), Stream.UNKNOWN)
+                    continue
             text = raw.decode("utf-8", "replace").rstrip("\r")
             if skip:
                 # Colour stripped once here, not in both is_inert and parse_line (half a coloured log).
@@ -383,6 +417,27 @@ class LogFollower:
             if isinstance(ts, float) and ts > self._key:
                 self._key = ts
             yield self._key, event
+        if final and self._pieced is not None:
+            # The log ended before the rest came (the daemon died mid-write): the pieces as they stand.
+            yield self._key, parse_line(self._pieced.decode("utf-8", "replace"), Stream.UNKNOWN)
+            self._pieced = None
+
+    def _take_rest(self, raw: bytes) -> tuple[ev.LogEvent | None, bool]:
+        """``raw`` tried as the rest of the waiting TIMELINE pieces: (the whole line's event, True) when it is
+        their rest; (the pieces' event alone, False) when it is not and they wait no more (``raw`` is no line
+        the daemon writes whole, or they waited PIECED_TIMELINE_REACH lines); (None, False) while they wait."""
+        pieces = self._pieced
+        assert pieces is not None
+        unwhole = may_be_timeline_rest(raw)
+        line = rejoin_timeline(pieces, raw.rstrip(b"\r")) if unwhole else None
+        if line is not None:
+            self._pieced = None
+            return parse_line(line.decode("utf-8", "replace"), Stream.UNKNOWN), True
+        self._pieced_reach -= 1
+        if unwhole or self._pieced_reach <= 0:
+            self._pieced = None
+            return parse_line(pieces.decode("utf-8", "replace"), Stream.UNKNOWN), False
+        return None, False
 
     def poll(self) -> list[ev.LogEvent]:
         return [typing.cast(ev.LogEvent, event) for _, event in self.read(final=False, limit=POLL_LOG_BYTES)]

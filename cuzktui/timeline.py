@@ -12,16 +12,17 @@ one); a segment with no engine start keeps its offsets relative to the daemon st
 when known, else placed after everything seen so far, and says ``anchored=False``. Jobs are
 keyed by (segment, job id): a benchmark that resubmits the same ids after a crash gets new jobs.
 When a segment ends, its still-running jobs become ``incomplete`` and their open phases stay
-open (``incomplete`` on the partition).
+open (``incomplete`` on the partition). A monolithic job replaced in the GPU queue (engine.rs
+``PriorityWorkQueue`` keys every monolithic job (0, 0)) is ``lost``: its caller is never answered.
 
 Lanes: per GPU worker id, the partitions it held, from pickup to GPU_END (the worker is busy
 from pickup; pickup -> start is normally 0). A worker may hold two partitions at once (the
 finalizer of one overlaps the prove of the next), so busy time is the union of intervals. Each lane is
 indexed as its holds open and close (:meth:`Timeline.lane_holds` finds a window's by bisection).
 
-Memory bound: at most ``max_jobs`` finished (completed / failed / incomplete) jobs are
+Memory bound: at most ``max_jobs`` finished (completed / failed / incomplete / lost) jobs are
 retained; the oldest finished ones are evicted with their lane entries, while the counters
-(completed, failed, incomplete, jobs seen) and the running sums behind the mean durations keep
+(completed, failed, incomplete, lost, jobs seen) and the running sums behind the mean durations keep
 counting them. Running jobs are never evicted. Segments (one per daemon run) and the last
 ``max_jobs`` completion times are kept; unattributed CUZK_TIMING lines keep only the last 256.
 """
@@ -55,12 +56,14 @@ from .events import (
     ProofAssembled,
     ProofFailedLine,
     SelfCheck,
+    Span,
     TimelineEvent,
 )
 from .logparse import timing_events
 
 __all__ = [
     "DEFAULT_MAX_JOBS",
+    "LOST_REMEDY",
     "Job",
     "JobStatus",
     "LaneEntry",
@@ -69,6 +72,7 @@ __all__ = [
     "Segment",
     "Timeline",
     "TimelineStats",
+    "lost_reason",
 ]
 
 DEFAULT_MAX_JOBS: Final = 2000
@@ -76,8 +80,24 @@ _UNATTACHED_KEPT: Final = 256
 # How far back in a worker's lane a GPU_TIMING/FIN_TIMING line may refer (the finalizer of a
 # partition reports after the worker picked up the next one or two).
 _LANE_LOOKBACK: Final = 8
+# The last dequeued jobs kept to attribute a job-less failure of the dispatcher to (a batch is at most
+# max_batch_size requests, a handful in practice).
+_DEQUEUED_KEPT: Final = 64
 
-JobStatus = Literal["running", "completed", "failed", "incomplete"]
+JobStatus = Literal["running", "completed", "failed", "incomplete", "lost"]
+
+
+# What to do about jobs lost in upstream's monolithic GPU queue until it keys them apart (engine.rs
+# PriorityWorkQueue::push): one monolithic job in flight, or none through that queue at all.
+LOST_REMEDY: Final = "run PoSt at concurrency 1, or set pipeline.enabled = false, until upstream fixes it"
+
+
+def lost_reason(job: Job) -> str:
+    """Why a ``lost`` job never gets its answer, in the words every view uses."""
+    return (
+        f"replaced in the monolithic GPU queue by {job.overtaken_by}: upstream's PriorityWorkQueue keys every "
+        "monolithic job (0, 0), so this one's Prove never returns"
+    )
 
 
 def run_number(segment: int) -> int:
@@ -195,7 +215,7 @@ class Job:
     dispatched_at: float | None = None
     batch_leader: str | None = None  # a batch member shown with its batch's first request's phases
     # Upstream's monolithic GPU queue keys every job (0, 0) (engine.rs PriorityWorkQueue::push): a
-    # later job replaced this one, which then never leaves the queue.
+    # later job replaced this one, which is then lost (its finished_at: when the winner was queued).
     overtaken_by: str | None = None
     # The earliest SYNTH_START of its partitions, kept as they start (start_synthesis): the waterfall
     # orders every job by it on each change, and taking the min over the partitions each time cost a
@@ -255,6 +275,7 @@ class Segment:
     completed: int = 0
     failed: int = 0
     incomplete: int = 0
+    lost: int = 0
     ended: bool = False
     pipeline_enabled: bool | None = None  # "starting cuzk engine pipeline_enabled=…"
 
@@ -300,6 +321,7 @@ class TimelineStats:
     completed: int
     failed: int
     incomplete: int
+    lost: int
     pipeline: PipelineNow
     mean_synth_s: float | None
     mean_queue_wait_s: float | None
@@ -340,6 +362,7 @@ class Timeline:
         self.completed = 0
         self.failed = 0
         self.incomplete = 0
+        self.lost = 0
         self.unattached_cuzk_timings = 0
         self.unattached: deque[CuzkTiming] = deque(maxlen=_UNATTACHED_KEPT)
         self._segments: list[Segment] = []
@@ -357,8 +380,11 @@ class Timeline:
         self._min_time: float | None = None
         self._max_time: float | None = None
         self._batch_leader: Job | None = None
-        self._last_dequeued: Job | None = None
+        self._dequeued: deque[Job] = deque(maxlen=_DEQUEUED_KEPT)  # the last jobs the dispatcher took
         self.overtaken: list[Job] = []  # in the order they were noticed (bounded by jobs seen)
+        # The last jobs that failed, in the order they did (``failed`` counts them all): a reader that
+        # tracks ``failed`` finds the ones it has not seen here.
+        self.recent_failures: deque[Job] = deque(maxlen=_UNATTACHED_KEPT)
 
     # ---------------------------------------------------------------------------- feeding
 
@@ -482,7 +508,7 @@ class Timeline:
                 self._partition(job, 0).gpu_queue = t
         elif event.stage == "dequeued":
             job.dequeued_at = t
-            self._last_dequeued = job
+            self._dequeued.append(job)
         else:
             job.dispatched_at = t
         self._touch(segment, job, t)
@@ -522,16 +548,25 @@ class Timeline:
 
     def _check_overtaken(self, segment: Segment, winner: Job, queued_at: float | None) -> None:
         """Upstream's monolithic GPU queue keys every entry (0, 0) (engine.rs PriorityWorkQueue::push),
-        so a job queued before ``winner`` that was never picked up was replaced, not passed."""
+        so a job queued before ``winner`` that was never picked up was replaced, not passed: it is lost
+        (engine.rs logs nothing then; its caller is never answered), from when ``winner`` was queued."""
         if queued_at is None:
             return
+        replaced = []
         for job in self._running.values():
-            if job is winner or job.segment != segment.index or not job.monolithic or job.overtaken_by:
+            if job is winner or job.segment != segment.index or not job.monolithic:
                 continue
             p = job.partitions.get(0)
             if p is not None and p.gpu_queue is not None and p.gpu_pickup is None and p.gpu_queue <= queued_at:
-                job.overtaken_by = winner.job_id
-                self.overtaken.append(job)
+                replaced.append(job)
+        for job in replaced:
+            job.overtaken_by = winner.job_id
+            job.status = "lost"
+            job.finished_at = queued_at
+            segment.lost += 1
+            self.lost += 1
+            self.overtaken.append(job)
+            self._finish(job)
 
     def _job(self, segment: Segment, job_id: str) -> Job:
         key = (segment.index, job_id)
@@ -679,12 +714,10 @@ class Timeline:
         segment = self._current()
         followers: list[Job] = []
         if event.job_id is None:
-            found = self._attribute_failure(segment, event.message)
-            if found is None:
+            found = self._attribute_failure(segment, event)
+            if not found:
                 return False
-            job = found
-            if found.monolithic and event.message not in _PARSE_FAILURES:
-                followers = self._batch_followers(segment, found)
+            job, *followers = found
         else:
             job = self._jobs.get((segment.index, event.job_id)) or self._job(segment, event.job_id)
         index = 0 if job.monolithic else event.partition
@@ -722,22 +755,23 @@ class Timeline:
         job.finished_at = t
         segment.failed += 1
         self.failed += 1
+        self.recent_failures.append(job)
         if t is not None:
             self._see(segment, t)
         self._finish(job)
 
-    def _attribute_failure(self, segment: Segment, message: str) -> Job | None:
-        """The job a failure line without a job id belongs to (engine.rs logs none on these paths).
+    def _attribute_failure(self, segment: Segment, event: ProofFailedLine) -> list[Job]:
+        """The jobs a failure line without a job id belongs to (engine.rs logs none on these paths), the
+        one whose phase failed first.
 
-        A C1 / SnapDeals parse or SRS-load failure happens in the dispatcher right after it dequeued
-        the job, before any synthesis; the monolithic path's failures belong to its open job, the
-        one in the phase that failed (the oldest such, as the GPU queue is FIFO).
+        An ERROR in the synthesis dispatcher's span (a C1 / SnapDeals parse or SRS-load failure, a build
+        without CUDA, any text) fails the batch the dispatcher last dequeued, before its synthesis; the
+        monolithic path's failures belong to its open job, the one in the phase that failed (the oldest
+        such, as the GPU queue is FIFO), and to the rest of that job's batch.
         """
-        if message in _PARSE_FAILURES:
-            job = self._last_dequeued
-            if job is not None and job.status == "running" and job.segment == segment.index:
-                return job
-            return None
+        message = event.message
+        if message in _PARSE_FAILURES or (event.dispatch is not None and message not in _MONOLITHIC_FAILURES):
+            return self._dispatched(segment, event.dispatch)
         open_jobs = [j for j in self._running.values() if j.segment == segment.index and j.monolithic]
         synthesis = "synthesis" in message
 
@@ -750,7 +784,26 @@ class Timeline:
             return p.gpu_pickup is not None and p.gpu_end is None
 
         candidates = [j for j in open_jobs if in_phase(j)] or open_jobs
-        return min(candidates, key=_job_order) if candidates else None
+        if not candidates:
+            return self._dispatched(segment, event.dispatch) if event.dispatch is not None else []
+        job = min(candidates, key=_job_order)
+        return [job, *self._batch_followers(segment, job)]
+
+    def _dispatched(self, segment: Segment, span: Span | None) -> list[Job]:
+        """The running jobs of the batch the synthesis dispatcher took last (scheduler.rs "job dequeued for
+        proving"; process_batch runs one batch at a time unless synthesis_concurrency > 1): the last
+        ``batch_size`` dequeued of the span's proof kind, oldest first."""
+        kind = span.fields.get("proof_kind") if span is not None else None
+        size = (_int(span.fields.get("batch_size")) if span is not None else None) or 1
+        found: list[Job] = []
+        for job in reversed(self._dequeued):
+            if len(found) == size:
+                break
+            if job.segment == segment.index and (kind is None or job.kind in (None, kind)):
+                if job.status != "running":
+                    break  # an older batch's: this batch is all there is
+                found.append(job)
+        return found[::-1]
 
     def fail_job(self, job_id: str, error: str, t: float | None) -> bool:
         """The RPC result says the job failed (a line without a job id left it running)."""
@@ -788,6 +841,7 @@ class Timeline:
             job.status = "failed"
             segment.failed += 1
             self.failed += 1
+            self.recent_failures.append(job)
         return True
 
     def _on_batch_split(self, event: BatchSplit) -> bool:
@@ -1061,6 +1115,7 @@ class Timeline:
             completed=self.completed,
             failed=self.failed,
             incomplete=self.incomplete,
+            lost=self.lost,
             pipeline=self.pipeline_now(),
             mean_synth_s=self._synth.mean,
             mean_queue_wait_s=self._queue.mean,
@@ -1095,6 +1150,8 @@ _HANDLERS: Final[dict[type[Any], Callable[[Timeline, Any], bool]]] = {
 
 # engine.rs: the dispatcher's failures between dequeue and the first synthesis (no job id).
 _PARSE_FAILURES: Final = frozenset({M.C1_PARSE_FAILED, "Phase 7: C1 parse task panicked", M.SNAP_PARSE_FAILED})
+# engine.rs process_batch's monolithic path: failures of a synthesis that started (SYNTH_START), found by phase.
+_MONOLITHIC_FAILURES: Final = frozenset({M.SYNTHESIS_FAILED, M.SYNTHESIS_TASK_PANICKED})
 _SYNTH_COMPLETE: Final = frozenset({M.PARTITION_SYNTH_COMPLETE, M.SNAP_PARTITION_SYNTH_COMPLETE})
 # engine.rs start(): each GPU worker's first line, with its worker_id and gpu (ordinal).
 _WORKER_STARTED: Final = frozenset({M.PIPELINE_WORKER_STARTED, M.MONO_WORKER_STARTED})

@@ -161,7 +161,7 @@ def test_a_self_check_failure_after_assembly_fails_the_job(tmp_path: Path) -> No
     jobs = statuses(report)
     assert jobs["porep-good"] == ("completed", "")
     assert jobs["porep-bad"][0] == "failed" and "self-check" in jobs["porep-bad"][1]
-    assert report["counts"] == {"completed": 1, "failed": 1, "incomplete": 0}
+    assert report["counts"] == {"completed": 1, "failed": 1, "incomplete": 0, "lost": 0}
 
 
 def test_every_sector_of_a_batch_is_shown_and_counted(tmp_path: Path) -> None:
@@ -193,7 +193,7 @@ def test_every_sector_of_a_batch_is_shown_and_counted(tmp_path: Path) -> None:
     assert all(job.status == "completed" and 0 in job.partitions for job in shown.values())
     assert shown["porep-b2"].partitions[0].gpu_s == pytest.approx(2.0)
     assert shown["porep-b2"].batch_leader == "porep-b0"
-    assert report_of(path)["counts"] == {"completed": 3, "failed": 0, "incomplete": 0}
+    assert report_of(path)["counts"] == {"completed": 3, "failed": 0, "incomplete": 0, "lost": 0}
 
 
 def test_failure_lines_without_a_job_id_are_attributed(tmp_path: Path) -> None:
@@ -210,6 +210,53 @@ def test_failure_lines_without_a_job_id_are_attributed(tmp_path: Path) -> None:
     jobs = statuses(report_of(write_log(tmp_path, lines)))
     assert jobs["porep-parse"] == ("failed", "failed to parse C1 output wrapper JSON")
     assert jobs["wdpost-1"] == ("failed", "generate_single_window_post_with_vanilla failed")
+
+
+def test_an_error_in_the_dispatch_span_fails_the_jobs_it_took_whatever_its_text(tmp_path: Path) -> None:
+    # A daemon built without cuda-supraseal: engine.rs process_batch logs this in the dispatcher's span,
+    # with no job id, for every pipeline job (synthesis_concurrency 1: one batch at a time).
+    def no_cuda(second: float, kind: str, message: str = "pipeline mode requires cuda-supraseal feature") -> str:
+        return human(second, message, level="ERROR", spans=f"synth_single{{proof_kind={kind}}}")
+
+    lines = [
+        *startup(),
+        enqueue(1.2, "winpost-1", kind="winning-post"),
+        enqueue(1.2, "winpost-2", kind="winning-post", position=1),
+        dequeue(1.3, "winpost-1", kind="winning-post"),
+        no_cuda(1.3, "winning-post"),
+        dequeue(1.4, "winpost-2", kind="winning-post"),
+        # A text no one knows today fails its job all the same.
+        no_cuda(1.4, "winning-post", "some failure nobody has seen yet"),
+        # A batch span fails the batch: the last batch_size requests of its kind the dispatcher took.
+        enqueue(1.5, "porep-a"),
+        enqueue(1.5, "porep-b", position=1),
+        dequeue(1.6, "porep-a"),
+        dequeue(1.6, "porep-b"),
+        human(
+            1.7,
+            "pipeline mode requires cuda-supraseal feature",
+            level="ERROR",
+            spans="synth_batch_full{batch_size=2 proof_kind=porep-c2}",
+        ),
+        # An ERROR before any dequeue, or outside the dispatcher's spans, fails nothing.
+        enqueue(1.8, "porep-waiting", position=0),
+        human(1.9, "something else broke", level="ERROR"),
+    ]
+    path = write_log(tmp_path, lines)
+    report = report_of(path)
+    jobs = statuses(report)
+    assert jobs["winpost-1"] == ("failed", "pipeline mode requires cuda-supraseal feature")
+    assert jobs["winpost-2"] == ("failed", "some failure nobody has seen yet")
+    assert jobs["porep-a"] == jobs["porep-b"] == ("failed", "pipeline mode requires cuda-supraseal feature")
+    assert jobs["porep-waiting"][0] == "incomplete"
+    assert report["counts"]["failed"] == 4
+    # The dashboard's notices say it in the daemon's words, once per text per daemon run.
+    _, model = load_session(path)
+    failures = [n.text for n in model.notices if "failed:" in n.text]
+    assert failures == [
+        "job winpost-1 failed: pipeline mode requires cuda-supraseal feature",
+        "job winpost-2 failed: some failure nobody has seen yet",
+    ]
 
 
 def test_monolithic_mode_successes_are_counted(tmp_path: Path) -> None:
@@ -232,7 +279,7 @@ def test_monolithic_mode_successes_are_counted(tmp_path: Path) -> None:
     ]
     path = write_log(tmp_path, lines)
     report = report_of(path)
-    assert report["counts"] == {"completed": 1, "failed": 0, "incomplete": 0}
+    assert report["counts"] == {"completed": 1, "failed": 0, "incomplete": 0, "lost": 0}
     _, model = load_session(path)
     job = model.timeline.jobs()[0]
     assert job.monolithic and job.partitions[0].gpu_s == pytest.approx(8.0)
@@ -351,7 +398,7 @@ def test_a_monolithic_job_overtaken_in_the_gpu_queue_is_marked(tmp_path: Path) -
     jobs = statuses(report_of(path))
     assert jobs["wdpost-second"] == ("completed", "")
     status, reason = jobs["wdpost-first"]
-    assert status == "incomplete" and "GPU queue" in reason and "wdpost-second" in reason
+    assert status == "lost" and "GPU queue" in reason and "wdpost-second" in reason
     _, model = load_session(path)
     assert any("wdpost-first" in n.text and "GPU queue" in n.text for n in model.notices)
 

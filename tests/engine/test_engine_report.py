@@ -26,7 +26,7 @@ async def test_every_sector_of_an_engine_batch_is_counted(make_engine: Factory, 
     results = await asyncio.wait_for(asyncio.gather(e.prove(porep("porep-a")), e.prove(porep("porep-b"))), 60)
     assert [r.status for r in results] == [Status.COMPLETED, Status.COMPLETED]
     data = report(captured)
-    assert data["counts"] == {"completed": 2, "failed": 0, "incomplete": 0}
+    assert data["counts"] == {"completed": 2, "failed": 0, "incomplete": 0, "lost": 0}
     assert {j["job_id"]: j["status"] for j in data["jobs"]} == {"porep-a": "completed", "porep-b": "completed"}
 
 
@@ -34,7 +34,7 @@ async def test_monolithic_mode_successes_on_the_engine_are_counted(make_engine: 
     e = await make_engine(pipeline_enabled=False)
     results = await asyncio.wait_for(asyncio.gather(e.prove(porep("mono-1")), e.prove(post("mono-2"))), 60)
     assert [r.status for r in results] == [Status.COMPLETED, Status.COMPLETED]
-    assert report(captured)["counts"] == {"completed": 2, "failed": 0, "incomplete": 0}
+    assert report(captured)["counts"] == {"completed": 2, "failed": 0, "incomplete": 0, "lost": 0}
 
 
 async def test_a_job_the_engines_gpu_queue_dropped_is_incomplete_with_the_reason(
