@@ -15,6 +15,10 @@ the evidence gives, restart the daemon with that config version and resubmit eve
 not finished, up to ``oom_retries`` times; otherwise it stops and says what filled the cgroup.
 Any other death fails the run with the diagnosis.
 
+A proof the daemon's log shows it lost (replaced in upstream's monolithic GPU queue, whose ``Prove``
+never returns: :class:`LostJobWatch`) is not waited for: it is counted LOST with that reason, the run
+finishes and fails, and the summary says what avoids it.
+
 Times: a real daemon's figures are wall-clock time. An engine runs ``[engine] time_scale`` times
 faster than the box it models, so its figures are converted to the modelled box's time (real ÷
 time_scale) and labelled so: emulator speed is never shown as a GPU's.
@@ -33,7 +37,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 from . import events as ev
 from . import proofinputs as pi
@@ -46,13 +50,17 @@ from .diagnosis import client_view, oom_verdict
 from .knobs import TomlValue
 from .planner import cgroup_aware_budget
 from .proto import proving_pb2 as pb
-from .session import open_private_append
+from .session import LogFollower, open_private_append
 from .supervisor import DaemonStartError, Supervisor, SupervisorError, gather_budget_facts
+from .timeline import LOST_REMEDY, Timeline, lost_reason
 
 # Curio's ProveTimeout (docs/daemon-interface.md §1.8).
 DEFAULT_PROOF_TIMEOUT_S: Final = 30 * 60.0
 # After the daemon's calls failed, how long to wait for the supervisor's exit diagnosis.
 _EXIT_DIAGNOSIS_WAIT_S: Final = 10.0
+# How often the runner reads its daemon's log for jobs the daemon lost (real seconds), and at most how much.
+_LOG_WATCH_S: Final = 0.25
+_LOG_WATCH_BYTES: Final = 4 << 20
 
 
 class BenchUsageError(ValueError):
@@ -79,6 +87,7 @@ class BenchSummary:
     real_wall_s: float = 0.0  # wall_s as the clock here measured it
     killed_s: float = 0.0  # of wall_s: daemon runs that were killed
     restart_s: float = 0.0  # of wall_s: restarting the daemon after a kill
+    lost_in_queue: int = 0  # of the LOST proofs: replaced in the daemon's monolithic GPU queue (LostJobWatch)
 
     @property
     def time_basis(self) -> str:
@@ -101,6 +110,9 @@ class BenchSummary:
             "outcome": self.outcome,
             "completed": self.completed,
             "failed": self.failed,
+            # Of failed: never answered (with their daemon, or replaced in its monolithic GPU queue).
+            "lost": sum(1 for r in self.results if r.status == "LOST"),
+            "lost_in_queue": self.lost_in_queue,
             "time_basis": "modelled" if self.time_scale is not None else "wall",
             "time_scale": self.time_scale,
             "wall_s": round(self.wall_s, 3),
@@ -159,11 +171,19 @@ def read_vanilla_file(path: Path) -> list[bytes]:
         raise BenchUsageError(f"{path}: {error}") from None
 
 
+# What read_c1_file checks before anything is sent; the rest is the daemon's to parse (c1_parse_warning).
+C1_SHAPES: Final = (
+    "checked before sending: a JSON object, either Curio's C1 wrapper (SectorNum, Phase1Out, SectorSize) or a "
+    "bare SealCommitPhase1Output (wrapped as Curio does); what is inside is the daemon's to parse"
+)
+
+
 def read_c1_file(path: Path) -> tuple[bytes, int]:
     """(vanilla_proof payload, the wrapper's SectorNum) for a PoRep C1 file.
 
     The payload is Curio's wrapper ``{"SectorNum", "Phase1Out" (base64), "SectorSize"}``; a bare
-    SealCommitPhase1Output JSON is wrapped as Curio would wrap it (sector 1).
+    SealCommitPhase1Output JSON is wrapped as Curio would wrap it (sector 1). Only that shape is checked
+    (C1_SHAPES): ``{}`` passes and the daemon fails it, ``[1, 2]`` is refused.
     """
     data = path.read_bytes()
     try:
@@ -173,10 +193,23 @@ def read_c1_file(path: Path) -> tuple[bytes, int]:
     try:
         document = json.loads(data)
     except ValueError as error:
-        raise BenchUsageError(f"{path}: not a C1 output JSON: {error}") from error
+        raise BenchUsageError(f"{path}: not a C1 output JSON ({error}); {C1_SHAPES}") from error
     if not isinstance(document, dict):
-        raise BenchUsageError(f"{path}: not a C1 output JSON (expected an object)")
+        raise BenchUsageError(f"{path}: not a C1 output JSON (a {type(document).__name__}); {C1_SHAPES}")
     return pi.wrap_phase1(data, 1), 1
+
+
+def c1_parse_warning(payload: bytes) -> str | None:
+    """Why the daemon will fail every proof of this C1 at its parse, as far as this tool reads one like it
+    (proofinputs follows upstream's parse); None when it reads. Said before sending: only the shape was
+    checked (C1_SHAPES), and a wrong file otherwise shows only as FAILED proofs."""
+    try:
+        pi.parse_c1(payload)
+    except pi.InputError as error:
+        return (
+            f"the C1 does not read as a SealCommitPhase1Output ({error}): the daemon will fail its proofs ({C1_SHAPES})"
+        )
+    return None
 
 
 def c1_identity_warning(payload: bytes, miner_id: int, sector_number: int) -> str | None:
@@ -359,12 +392,16 @@ def checked_requests(
         raise BenchUsageError(f"--input {input_path}: {error.strerror or error}") from None
 
 
-def identity_warning(requests: Sequence[pb.SubmitProofRequest]) -> str | None:
-    """:func:`c1_identity_warning` for a PoRep benchmark's requests (they share one C1); None for others."""
+def input_warning(requests: Sequence[pb.SubmitProofRequest]) -> str | None:
+    """Why the daemon will fail every proof of a PoRep benchmark's C1 (the requests share one): it does not
+    parse (:func:`c1_parse_warning`), or it is another miner's or sector's (:func:`c1_identity_warning`);
+    None when neither, and for other kinds."""
     first = requests[0] if requests else None
     if first is None or first.proof_kind != int(ProofKind.POREP_SEAL_COMMIT):
         return None
-    return c1_identity_warning(first.vanilla_proof, first.miner_id, first.sector_number)
+    return c1_parse_warning(first.vanilla_proof) or c1_identity_warning(
+        first.vanilla_proof, first.miner_id, first.sector_number
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -389,6 +426,33 @@ def engine_time_scale(config_text: str, mode: str) -> float | None:
 # --------------------------------------------------------------------------------------------
 # The runner
 # --------------------------------------------------------------------------------------------
+
+
+class LostJobWatch:
+    """The jobs a daemon run's log shows it lost: replaced in upstream's monolithic GPU queue, so their
+    ``Prove`` never returns (engine.rs PriorityWorkQueue keys every monolithic job (0, 0); the daemon logs
+    nothing then). Read as the log grows, by the timeline that report and the TUI read (Timeline.overtaken)."""
+
+    def __init__(self, follower: LogFollower) -> None:
+        self._follower = follower
+        self._timeline = Timeline()
+        self._seen = 0
+
+    def poll(self) -> list[tuple[str, str]]:
+        """(job id, why) of each job found lost since the last poll."""
+        for _, event in self._follower.read(final=False, limit=_LOG_WATCH_BYTES):
+            self._timeline.apply(cast(ev.LogEvent, event))
+        lost = self._timeline.overtaken[self._seen :]
+        self._seen += len(lost)
+        return [(job.job_id, lost_reason(job)) for job in lost]
+
+
+class _LostInQueue(Exception):
+    """The daemon's log says it lost the job: its answer never comes."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 @dataclass(slots=True)
@@ -435,6 +499,9 @@ class BenchRunner:
         self._killed_s = 0.0
         self._restart_s = 0.0
         self._round_t = 0.0  # when the current daemon run's round began (time.time())
+        # Per request id in flight, set with the reason when the daemon's log shows the job lost.
+        self._lost_waits: dict[str, asyncio.Future[str]] = {}
+        self._lost_in_queue = 0
 
     def _emit(self, event: ev.ObservedEvent) -> None:
         self.supervisor.session.append_event(event)
@@ -490,9 +557,17 @@ class BenchRunner:
         results = tuple(self._state.results[i] for i in sorted(self._state.results))
         completed = sum(1 for r in results if r.status == "COMPLETED")
         failed = len(results) - completed
+        in_queue = None
+        if self._lost_in_queue:
+            in_queue = (
+                f"{self._lost_in_queue} of {o.count} proofs lost: the daemon replaced them in its monolithic GPU "
+                f"queue and never answered them; {LOST_REMEDY}"
+            )
         if outcome == "completed" and failed:
             outcome = "failed"
-            error = f"{failed} of {o.count} proofs failed"
+            error = in_queue if failed == self._lost_in_queue else f"{failed} of {o.count} proofs failed"
+        if in_queue is not None and error != in_queue:
+            error = f"{error}; {in_queue}" if error else in_queue
         box = 1.0 if scale is None else 1 / scale  # the modelled box's seconds per real second
         wall_s, killed_s, restart_s = real_wall_s * box, self._killed_s * box, self._restart_s * box
         per_hour = completed / wall_s * 3600 if wall_s > 0 else 0.0
@@ -504,7 +579,7 @@ class BenchRunner:
         return BenchSummary(
             self.bench_id, o.kind, o.count, o.concurrency, outcome, completed, failed, wall_s, per_hour,
             results, tuple(self._restarts), str(self.supervisor.session.path), error,
-            scale, real_wall_s, killed_s, restart_s,
+            scale, real_wall_s, killed_s, restart_s, self._lost_in_queue,
         )  # fmt: skip
 
     def _outside_budget(self) -> int | None:
@@ -574,6 +649,8 @@ class BenchRunner:
         workers = [asyncio.ensure_future(worker()) for _ in range(min(self.options.concurrency, len(queue)))]
         exit_task = asyncio.ensure_future(self.supervisor.exited())
         cancel_task = asyncio.ensure_future(self._cancelled.wait())
+        follower = self.supervisor.run_log_follower(skip_inert=True)
+        watch = asyncio.ensure_future(self._watch_lost(LostJobWatch(follower))) if follower is not None else None
         try:
             pending: set[asyncio.Future[Any]] = set(workers)
             while pending and not exit_task.done() and not cancel_task.done():
@@ -591,10 +668,36 @@ class BenchRunner:
                 if failure is not None:
                     raise failure
         finally:
-            for task in (*workers, exit_task, cancel_task):
+            tasks = [*workers, exit_task, cancel_task, *([watch] if watch is not None else [])]
+            for task in tasks:
                 task.cancel()
-            await asyncio.gather(*workers, exit_task, cancel_task, return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)
         return round_
+
+    async def _watch_lost(self, watch: LostJobWatch) -> None:
+        """Tell each proof in flight that the daemon's log shows lost (until cancelled with the round)."""
+        while True:
+            for job_id, why in await asyncio.to_thread(watch.poll):
+                waiter = self._lost_waits.get(job_id)
+                if waiter is not None and not waiter.done():
+                    waiter.set_result(why)
+            await asyncio.sleep(_LOG_WATCH_S)
+
+    async def _answer(self, client: Any, request: pb.SubmitProofRequest) -> pb.AwaitProofResponse:
+        """The daemon's answer to ``request``; _LostInQueue as soon as its log shows the job lost."""
+        lost: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._lost_waits[request.request_id] = lost
+        call = asyncio.ensure_future(client.prove(request, timeout=DEFAULT_PROOF_TIMEOUT_S))
+        try:
+            await asyncio.wait({call, lost}, return_when=asyncio.FIRST_COMPLETED)
+            if not call.done():
+                raise _LostInQueue(lost.result())
+            return cast(pb.AwaitProofResponse, call.result())
+        finally:
+            self._lost_waits.pop(request.request_id, None)
+            if not call.done():
+                call.cancel()
+                await asyncio.gather(call, return_exceptions=True)
 
     async def _prove_one(self, client: Any, index: int, round_: _Round) -> bool:
         """Prove one request; False when the daemon is gone (the request stays unfinished)."""
@@ -603,13 +706,18 @@ class BenchRunner:
         self._emit(ev.ProofSubmitted(time.time(), self.bench_id, request.request_id, kind))
         started = time.monotonic()
         try:
-            response = await client.prove(request, timeout=DEFAULT_PROOF_TIMEOUT_S)
+            response = await self._answer(client, request)
         except (DaemonDied, DaemonUnreachable) as error:
             round_.lost_contact = f"{error} ({error.status_text})"
             return False
         except DaemonCallError as error:
             finished = ev.ProofFinished(
                 time.time(), self.bench_id, request.request_id, kind, "FAILED", str(error), answered=False
+            )
+        except _LostInQueue as lost:
+            self._lost_in_queue += 1
+            finished = ev.ProofFinished(
+                time.time(), self.bench_id, request.request_id, kind, "LOST", lost.reason, answered=False
             )
         else:
             status_name = pb.AwaitProofResponse.Status.Name(response.status)
@@ -630,9 +738,10 @@ class BenchRunner:
         self._state.results[index] = finished
         self._emit(finished)
         done = len(self._state.results)
-        self._progress(
-            f"[{done}/{self.options.count}] {finished.status} {finished.job_id} — {finished.wall_ms / 1000:.1f}s"
-        )
+        what = f"{finished.wall_ms / 1000:.1f}s" if finished.answered else "no result"
+        if finished.error:
+            what += f": {finished.error}"
+        self._progress(f"[{done}/{self.options.count}] {finished.status} {finished.job_id} — {what}")
         return True
 
 
@@ -658,14 +767,19 @@ def format_summary(summary: BenchSummary) -> str:
     lines.append("")
     n = len(summary.results)
     for i, r in enumerate(summary.results, 1):
-        if r.answered:
+        if r.answered and r.status == "COMPLETED":
             lines.append(
                 f"  [{i}/{n}] {r.status} — {summary.box_ms(r.wall_ms) / 1000:.1f}s "
                 f"(prove={summary.box_ms(r.gpu_compute_ms)} ms, queue={summary.box_ms(r.queue_wait_ms)} ms)"
             )
+        elif r.answered:
+            # The daemon's own words; its timings of a FAILED proof are all 0 (engine.rs), so none are shown.
+            why = " | ".join(r.error.splitlines()) if r.error else "the daemon gave no reason"
+            lines.append(f"  [{i}/{n}] {r.status} — {summary.box_ms(r.wall_ms) / 1000:.1f}s: {why}")
         else:
-            why = "no result: lost with its daemon" if r.status == "LOST" else "no result: the call failed"
-            lines.append(f"  [{i}/{n}] {r.status} — {why} ({r.error.splitlines()[0] if r.error else r.status})")
+            why = r.error.splitlines()[0] if r.error else r.status
+            why = why if r.status == "LOST" else f"the call failed ({why})"
+            lines.append(f"  [{i}/{n}] {r.status} — no result: {why}")
     total = f"total time:    {summary.wall_s:.1f}s"
     if summary.restarts or summary.killed_s:
         total += (
@@ -675,8 +789,11 @@ def format_summary(summary: BenchSummary) -> str:
     lines += ["", "=== Batch Summary ===", total]
     lines += [f"completed:     {summary.completed}", f"failed:        {summary.failed}"]
     lost = sum(1 for r in summary.results if r.status == "LOST")
+    with_daemon = lost - summary.lost_in_queue
     if lost:
-        lines.append(f"  of which lost: {lost} (never answered: the daemon was gone)")
+        how = [f"{with_daemon} with their daemon"] if with_daemon else []
+        how += [f"{summary.lost_in_queue} replaced in its monolithic GPU queue"] if summary.lost_in_queue else []
+        lines.append(f"  of which lost: {lost} (never answered: {', '.join(how)})")
     completed = [r for r in summary.results if r.status == "COMPLETED"]
     if completed:
         walls = [summary.box_ms(r.wall_ms) / 1000 for r in completed]

@@ -64,7 +64,8 @@ def _add_request_inputs(parser: argparse.ArgumentParser) -> None:
     """cuzk-bench batch's request flags (cuzk-bench main.rs Commands::Batch), defaults from the input."""
     parser.add_argument(
         "--input", "--c1", "--vanilla", metavar="FILE",
-        help="C1 output JSON (porep) or vanilla proof file (needed by a real daemon)",
+        help="C1 output JSON (porep: Curio's wrapper or a bare SealCommitPhase1Output object; only that shape is "
+        "checked before sending, the daemon parses the rest) or vanilla proof file (needed by a real daemon)",
     )  # fmt: skip
     parser.add_argument("--miner-id", type=int, metavar="ID", help="the requests' miner id (default 1000)")
     parser.add_argument("--sector-num", type=int, metavar="N", help="sector number (default: the C1's SectorNum)")

@@ -705,9 +705,13 @@ class Supervisor:
             await self._sleep_or_exit(_POLL_S)
 
     def _progress_follower(self) -> LogFollower | None:
+        return self.run_log_follower()
+
+    def run_log_follower(self, *, skip_inert: bool = False) -> LogFollower | None:
+        """A reader of the current daemon run's log, from its launch (or attach) on; None without a log."""
         if self.log_path is None:
             return None
-        return LogFollower(self.log_path, self._launch_offset)
+        return LogFollower(self.log_path, self._launch_offset, skip_inert=skip_inert, details=not skip_inert)
 
     async def _sleep_or_exit(self, seconds: float) -> None:
         if self._exit_task is None:

@@ -30,7 +30,7 @@ from cuzktui.controller import BenchRequest
 from cuzktui.diagnosis import CURIO_SAW
 from cuzktui.planner import cgroup_aware_budget
 from cuzktui.proto import proving_pb2 as pb
-from cuzktui.session import SessionWriter, iter_session_events
+from cuzktui.session import LogFollower, SessionWriter, iter_session_events
 
 GiB = 1 << 30
 
@@ -96,6 +96,9 @@ class _ScriptedDaemon:
     @property
     def client(self) -> _ScriptedDaemon:
         return self
+
+    def run_log_follower(self, *, skip_inert: bool = False) -> LogFollower | None:
+        return None  # no log: the runner learns nothing from one
 
     async def exited(self) -> ev.DaemonExited:
         return await asyncio.shield(self._exit)
@@ -237,8 +240,10 @@ async def test_the_summary_prints_no_made_up_timings_for_unanswered_proofs(tmp_p
     summary = await _runner(tmp_path, daemon, count=3, retries=0).run()
     lines = format_summary(summary).splitlines()
     lost = [line for line in lines if " LOST — " in line]
-    assert len(lost) == 2 and all("no result: lost with its daemon" in line and "prove=" not in line for line in lost)
-    assert "  of which lost: 2 (never answered: the daemon was gone)" in lines
+    assert len(lost) == 2 and all(
+        "no result: the daemon died (oom_kill)" in line and "prove=" not in line for line in lost
+    )
+    assert "  of which lost: 2 (never answered: 2 with their daemon)" in lines
     # Unlike cuzk-bench's, the report says that prove is summed over partitions (it can exceed the wall time).
     prove = next(i for i, line in enumerate(lines) if line.startswith("prove time:"))
     assert lines[prove + 1] == "  (prove: the daemon's GPU time summed over the proof's partitions)"
@@ -258,6 +263,81 @@ async def test_a_failed_call_is_a_failure_without_timings(tmp_path: Path) -> Non
     summary = await _runner(tmp_path, daemon, count=1).run()
     (line,) = [line for line in format_summary(summary).splitlines() if "[1/1]" in line]
     assert line.startswith("  [1/1] FAILED — no result: the call failed (") and "prove=" not in line
+
+
+async def test_a_failed_proof_shows_the_daemons_reason_and_no_timings(tmp_path: Path) -> None:
+    # issue 27.3: cuzk-bench prints "[1/1] FAILED — 0.2s (prove=0 ms, queue=0 ms)" and the reason is lost.
+    session = SessionWriter(tmp_path / "s")
+    daemon = _ScriptedDaemon(session, survive=[], causes=[])
+    reason = "C1 parse failed: failed to deserialize SealCommitPhase1Output from JSON"
+
+    async def fail(request: pb.SubmitProofRequest, timeout: float | None = None) -> Any:
+        return pb.AwaitProofResponse(
+            job_id=request.request_id, status=pb.AwaitProofResponse.FAILED, error_message=reason
+        )
+
+    daemon.prove = fail  # type: ignore[method-assign]
+    summary = await _runner(tmp_path, daemon, count=1).run()
+    (line,) = [line for line in format_summary(summary).splitlines() if "[1/1]" in line]
+    assert line.startswith("  [1/1] FAILED — ") and line.endswith(f"s: {reason}") and "prove=" not in line
+    assert summary.error == "1 of 1 proofs failed"
+
+
+class _LosingDaemon(_ScriptedDaemon):
+    """A pipeline daemon that loses the monolithic jobs named in ``lost``: their Prove never returns, and its log
+    shows each queued and then replaced by the next one in the GPU queue (engine.rs PriorityWorkQueue, key (0, 0))."""
+
+    def __init__(self, session: SessionWriter, lost: set[str]) -> None:
+        super().__init__(session, survive=[], causes=[])
+        self.lost = lost
+        self.log = session.path / "daemon.log"
+        self.offset_ms = 0
+        self._write("2026-05-01T07:00:01.000000Z  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true")
+
+    def _write(self, *lines: str) -> None:
+        with self.log.open("a") as out:
+            out.write("".join(f"{line}\n" for line in lines))
+
+    def run_log_follower(self, *, skip_inert: bool = False) -> LogFollower | None:
+        return LogFollower(self.log, skip_inert=skip_inert, details=not skip_inert)
+
+    async def prove(self, request: pb.SubmitProofRequest, timeout: float | None = None) -> pb.AwaitProofResponse:
+        job, self.offset_ms = request.request_id, self.offset_ms + 10
+        t = self.offset_ms
+        self._write(f"TIMELINE,{t},SYNTH_START,{job},kind=winning-post", f"TIMELINE,{t},GPU_QUEUE,{job},monolithic")
+        if job in self.lost:
+            await asyncio.Event().wait()  # never answered, as upstream's caller of a replaced job
+        self._write(
+            f"TIMELINE,{t + 1},GPU_PICKUP,{job},worker=0",
+            f"TIMELINE,{t + 1},GPU_START,{job},worker=0",
+            f"TIMELINE,{t + 5},GPU_END,{job},worker=0,gpu_ms=4",
+        )
+        return pb.AwaitProofResponse(job_id=job, status=pb.AwaitProofResponse.COMPLETED, total_ms=6)
+
+
+async def test_a_proof_the_daemons_log_shows_lost_is_not_waited_for(tmp_path: Path) -> None:
+    session = SessionWriter(tmp_path / "s")
+    requests = build_requests("winning", 4, input_path=None, bench_id="b")
+    lost = {requests[0].request_id, requests[2].request_id}
+    daemon = _LosingDaemon(session, lost)
+    options = BenchRequest(kind="winning", count=4, concurrency=2, oom_retries=0)
+    runner = BenchRunner(daemon, options, SEED_CONFIG, requests=requests, bench_id="b")  # type: ignore[arg-type]
+    # Concurrency 2: a lost proof holds its worker until the log shows it replaced (the next proof's GPU_END), and
+    # the last one is only sent once the first lost one is given up: the log is read as it grows, mid-call.
+    summary = await asyncio.wait_for(runner.run(), timeout=60)
+    assert (summary.outcome, summary.completed, summary.failed, summary.lost_in_queue) == ("failed", 2, 2, 2)
+    by_id = {r.job_id: r for r in summary.results}
+    for job in lost:
+        assert by_id[job].status == "LOST" and not by_id[job].answered
+        assert "replaced in the monolithic GPU queue by" in by_id[job].error
+    assert summary.error is not None and summary.error.startswith("2 of 4 proofs lost")
+    assert "run PoSt at concurrency 1, or set pipeline.enabled = false, until upstream fixes it" in summary.error
+    text = format_summary(summary)
+    assert "  of which lost: 2 (never answered: 2 replaced in its monolithic GPU queue)" in text
+    assert text.count("LOST — no result: replaced in the monolithic GPU queue by") == 2
+    assert summary.to_json()["lost"] == summary.to_json()["lost_in_queue"] == 2
+    recorded = [e for e in iter_session_events(session.path) if isinstance(e, ev.ProofFinished) and e.status == "LOST"]
+    assert {e.job_id for e in recorded} == lost
 
 
 async def test_an_engine_run_is_reported_in_the_modelled_box_time(tmp_path: Path) -> None:

@@ -72,6 +72,8 @@ def test_an_input_that_is_not_the_kinds_input_is_one_line_and_exit_2(
     )
     err = capsys.readouterr().err
     assert err.startswith(f"cuzk-tui bench: {bad}: not a C1 output JSON") and err.count("\n") == 1, err
+    # What is checked before sending is said (a JSON object: Curio's wrapper or a SealCommitPhase1Output).
+    assert "checked before sending: a JSON object" in err
     assert "Traceback" not in err and not session.exists()
 
 
@@ -127,6 +129,46 @@ def test_the_text_summary_follows_cuzk_bench(tmp_path: Path) -> None:
     assert lines[4].startswith("times:       the modelled box's time (engine time_scale ")
     assert lines[6].startswith("  [1/2] COMPLETED — ") and "(prove=" in lines[6]
     assert "=== Batch Summary ===" in lines and "completed:     2" in lines
+
+
+def test_proofs_the_daemon_loses_in_its_gpu_queue_end_the_run_with_the_reason(tmp_path: Path) -> None:
+    # issue 24.1, its command: WinningPoSt at concurrency 8 on one GPU worker, where the engine (as upstream's
+    # PriorityWorkQueue, key (0, 0)) replaces queued jobs by later ones and never answers them.
+    require_engine()
+    session = tmp_path / "s"
+    done = _bench(
+        "--engine", "--set", "gpus.gpu_workers_per_device=1", "-t", "winning", "-c", "24", "-j", "8",
+        "--session", str(session),
+    )  # fmt: skip
+    lost = [line for line in done.stdout.splitlines() if " LOST — " in line]
+    report = subprocess.run(
+        [sys.executable, "-m", "cuzktui.cli", "report", str(session), "--json"], capture_output=True, text=True
+    )
+    replaced = [job for job in json.loads(report.stdout)["jobs"] if job["status"] == "lost"]
+    # As many as report calls replaced, each with its reason; the run ends by itself and says what to do.
+    assert len(lost) == len(replaced)
+    assert all("no result: replaced in the monolithic GPU queue by winpost-" in line for line in lost)
+    assert all(job["reason"].startswith("replaced in the monolithic GPU queue by ") for job in replaced)
+    assert done.returncode == (1 if lost else 0), done.stderr
+    if lost:
+        assert "set pipeline.enabled = false, until upstream fixes it" in done.stderr
+        assert f"completed:     {24 - len(lost)}" in done.stdout
+
+
+def test_a_failed_proof_says_why_in_the_daemons_words(tmp_path: Path) -> None:
+    # issue 27.3: "{}" passes the checks made before sending (a JSON object); the daemon fails it.
+    require_engine()
+    c1 = tmp_path / "empty.json"
+    c1.write_text("{}")
+    done = _bench(
+        "--engine", "--c1", str(c1), "-c", "1", "--session", str(tmp_path / "s"),
+        "--set", f"engine.time_scale={TEST_TIME_SCALE}",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "warning: the C1 does not read as a SealCommitPhase1Output" in done.stderr
+    (line,) = [line for line in done.stdout.splitlines() if "[1/1]" in line]
+    assert line.startswith("  [1/1] FAILED — ") and "C1 parse failed: " in line and "prove=" not in line
+    assert "[1/1] FAILED porep-1000-1-1 — " in done.stderr and "C1 parse failed: " in done.stderr  # the progress
 
 
 @pytest.mark.cgroup

@@ -27,7 +27,7 @@ from ..bench import (
     BenchUsageError,
     checked_requests,
     format_summary,
-    identity_warning,
+    input_warning,
     install_cancel_signals,
     payload_allowance,
     set_config_value,
@@ -170,7 +170,7 @@ def _plan(args: argparse.Namespace) -> _Plan:
 
 async def _run(plan: _Plan, session: SessionWriter) -> BenchSummary | str:
     o = plan.options
-    warning = identity_warning(plan.requests)
+    warning = input_warning(plan.requests)
     if warning is not None:
         _progress(f"warning: {warning}")
     allowance = 0

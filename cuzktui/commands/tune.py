@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..bench import BenchUsageError, checked_requests, identity_warning
+from ..bench import BenchUsageError, checked_requests, input_warning
 from ..cli import REQUEST_INPUT_OPTIONS, build_parser
 from ..config import ConfigDocument, ConfigError, build_config, load_config_or_default, save_atomic
 from ..daemon_config import read_config
@@ -105,7 +105,7 @@ def _tune(args: argparse.Namespace) -> int:
     checked = checked_requests(
         args.kind, 1, real_daemon=not engine, input_path=input_path, params=params, bench_id="tune-check"
     )
-    warning = identity_warning(checked)
+    warning = input_warning(checked)
     if warning is not None:
         _progress(f"warning: {warning}")
     try:
