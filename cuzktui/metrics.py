@@ -49,6 +49,13 @@ from .timeline import Timeline
 # (a PoRep partition's synthesis on a busy box).
 PHASE_BUCKETS: Final = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0)
 PHASES: Final = ("scheduler_wait", "budget_wait", "synthesis", "gpu_queue_wait", "gpu")
+# The job outcomes counted (timeline.JobStatus less running), each with what its help text adds.
+_OUTCOME_HELP: Final = {
+    "completed": "",
+    "failed": "",
+    "incomplete": " (cut off by the daemon's exit)",
+    "lost": " (replaced in the daemon's monolithic GPU queue: their callers are never answered)",
+}
 _ERROR_TEXT_MAX: Final = 200
 
 
@@ -303,11 +310,10 @@ def families(s: MetricsSnapshot) -> Iterator[Metric]:
             if reading is not None:
                 gauge.add_metric([str(g.index)], reading)
     yield from (used, total, util)
-    for outcome in ("completed", "failed", "incomplete"):
+    for outcome, why in _OUTCOME_HELP.items():
         counter = CounterMetricFamily(
             f"cuzk_jobs_{outcome}",
-            f"Jobs {outcome} by kind, from the recorded log, across daemon restarts"
-            + (" (cut off by the daemon's exit)" if outcome == "incomplete" else ""),
+            f"Jobs {outcome} by kind, from the recorded log, across daemon restarts{why}",
             labels=["proof_kind"],
         )
         for status, kind, count in s.jobs_by_kind:

@@ -15,6 +15,7 @@ from prometheus_client.openmetrics.exposition import generate_latest as generate
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 from cuzktui import events as ev
+from cuzktui.logparse import parse_line
 from cuzktui.metrics import MetricsExporter, exposure_warning, parse_metrics_address
 from cuzktui.model import SessionModel
 from cuzktui.retention import AgeError, expired, parse_age
@@ -118,6 +119,30 @@ def test_the_model_gives_memory_gpu_and_lifecycle_in_base_units() -> None:
     assert got[("cuzk_gpu_memory_total_bytes", (("gpu", "0"),))] == 141 * GiB
     assert got[("cuzk_gpu_utilization_ratio", (("gpu", "0"),))] == pytest.approx(0.87)
     assert got[("cuzk_daemon_last_error_info", (("error", "exited (oom_kill): memory.oom_control oom_kill 1"),))] == 1
+
+
+def test_jobs_lost_in_the_monolithic_gpu_queue_are_counted_by_kind() -> None:
+    # engine.rs PriorityWorkQueue keys every monolithic job (0, 0): winpost-a, queued before winpost-b was, is
+    # replaced by it and never picked up.
+    model = SessionModel()
+    lines = [
+        "2026-05-01T07:00:01.000000Z  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true",
+        *(f"TIMELINE,{t},SYNTH_START,{job},kind=winning-post" for t, job in ((10, "winpost-a"), (20, "winpost-b"))),
+        "TIMELINE,15,GPU_QUEUE,winpost-a,monolithic",
+        "TIMELINE,25,GPU_QUEUE,winpost-b,monolithic",
+        "TIMELINE,30,GPU_PICKUP,winpost-b,worker=0",
+        "TIMELINE,30,GPU_START,winpost-b,worker=0",
+        "TIMELINE,830,GPU_END,winpost-b,worker=0,gpu_ms=800",
+        "2026-05-01T07:00:01.900000Z  INFO cuzk_core::engine: proof completed successfully (pipeline) proof_len=192",
+    ]
+    model.apply_all([parse_line(line) for line in lines])
+    exporter = MetricsExporter()
+    exporter.refresh(model)
+    exporter.refresh(model)  # a job is counted once, however many scrapes see it
+    got = scrape(exporter)
+    assert got[("cuzk_jobs_lost_total", (("proof_kind", "winning_post"),))] == 1
+    assert got[("cuzk_jobs_completed_total", (("proof_kind", "winning_post"),))] == 1
+    assert ("cuzk_jobs_incomplete_total", (("proof_kind", "winning_post"),)) not in got
 
 
 def test_a_dead_daemon_reports_down_and_no_stale_memory_or_daemon_figures() -> None:

@@ -297,3 +297,19 @@ def test_a_trial_told_to_stop_is_cancelled_and_its_daemon_stopped(tmp_path: Path
     exits = [e for e in iter_session_events(outcome.session) if isinstance(e, ev.DaemonExited)]
     assert [e.cause for e in exits] == ["stopped"]  # the bench stopped its daemon on the way out
     assert json.loads((Path(outcome.session) / "meta.json").read_text())["cgroup_peak_bytes"] > 0
+
+
+def test_a_trial_whose_daemon_lost_proofs_in_its_gpu_queue_failed_and_says_why(tmp_path: Path) -> None:
+    # issue 24.1: the trial's bench ends by itself (it no longer waits for a proof the daemon's log shows lost)
+    # and the search reads its failure and reason from the bench's summary.
+    require_engine()
+    runner = BenchTrialRunner(tmp_path, "winning", 24, ("--engine",), None, 1.0)
+    config = build_config({"gpus.gpu_workers_per_device": 1})
+    outcome = runner(1, config, 8, lambda times: False)
+    events = list(iter_session_events(outcome.session))
+    lost = [e for e in events if isinstance(e, ev.ProofFinished) and e.status == "LOST"]
+    assert outcome.status == ("failed" if lost else "completed"), outcome.note
+    if lost:
+        assert outcome.note.startswith(f"{len(lost)} of 24 proofs lost: the daemon replaced them")
+        assert "set pipeline.enabled = false, until upstream fixes it" in outcome.note
+        assert outcome.proofs_per_hour == 0.0 and outcome.completed == 24 - len(lost)
