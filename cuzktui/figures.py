@@ -9,14 +9,39 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from .logparse import format_timestamp
 from .model import BenchState, SessionModel
-from .timeline import Timeline
+from .timeline import Job, Timeline, lost_reason
 from .units import format_duration
 
 if TYPE_CHECKING:
     from .controller import ReplayClock
 
 RATE_WINDOW_S = 600.0
+
+
+def job_outcome(job: Job) -> tuple[str, str] | None:
+    """("FAILED", the daemon's failure text) or ("LOST", why its caller is never answered) of a job that
+    failed or was lost; None for any other job."""
+    if job.status == "failed":
+        return "FAILED", job.error or "(the daemon gave no reason)"
+    if job.status == "lost":
+        return "LOST", lost_reason(job)
+    return None
+
+
+def find_job(model: SessionModel, job_id: str) -> Job | None:
+    """The latest daemon run's job of that id (a benchmark resubmits ids after a restart)."""
+    return max((job for job in model.timeline.jobs() if job.job_id == job_id), key=lambda j: j.segment, default=None)
+
+
+def unnamed_job_lines(job: Job) -> tuple[tuple[str, ...], ...]:
+    """The lines of a job that do not name it, each as texts that line holds all of: the line that failed it
+    when that line names no job (its timestamp and message, Timeline's ``failed_by``)."""
+    if job.failed_by is None:
+        return ()
+    ts, message = job.failed_by
+    return ((format_timestamp(ts), message),)
 
 
 def timeline_now(model: SessionModel) -> float | None:

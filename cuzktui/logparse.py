@@ -20,6 +20,7 @@ import calendar
 import codecs
 import itertools
 import re
+import time
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 from sys import intern
@@ -62,6 +63,7 @@ __all__ = [
     "PIECED_TIMELINE_REACH",
     "LineSplitter",
     "event_line_starts",
+    "format_timestamp",
     "is_inert",
     "lazy_line_starts",
     "may_be_timeline_rest",
@@ -286,6 +288,12 @@ def parse_timestamp(text: str) -> float | None:
     if not (seconds.isascii() and seconds.isdigit() and micros.isascii() and micros.isdigit()):
         return None
     return _stamp(text[:16], seconds, micros)
+
+
+def format_timestamp(ts: float) -> str:
+    """The daemon's ``2026-05-01T07:00:00.000001Z`` for Unix seconds ``ts`` (parse_timestamp's inverse)."""
+    whole, micros = divmod(round(ts * 1_000_000), 1_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{micros:06d}Z"
 
 
 def _stamp(minute: str, seconds: str, micros: str) -> float | None:

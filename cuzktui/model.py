@@ -522,10 +522,10 @@ class SessionModel:
     def _notice_outcomes(self, ts: float | None) -> None:
         """A notice for each job the timeline lost since the last call, and for each failure with a text
         not said yet in this daemon run, in the daemon's own words (24 proofs failing for one reason are
-        one notice)."""
+        one notice); the reason comes first, so that a notice cut to the dashboard's width still says it."""
         timeline = self.timeline
         for job in timeline.overtaken[self._overtaken_seen :]:
-            self._notice(ts, "error", f"job {job.job_id} lost: {lost_reason(job)}")
+            self._notice(ts, "error", f"lost: {lost_reason(job)} (job {job.job_id})")
         self._overtaken_seen = len(timeline.overtaken)
         new = timeline.failed - self._failures_seen
         if new <= 0:
@@ -537,7 +537,7 @@ class SessionModel:
             if f"failed: {text}" in self._warned:
                 continue
             self._warned.add(f"failed: {text}")
-            self._notice(ts, "error", f"job {job.job_id} failed: {text}")
+            self._notice(ts, "error", f"failed: {text} (job {job.job_id})")
 
     def _log_lifecycle(self, event: ev.DaemonStarting | ev.DaemonReady) -> bool:
         """A bare log's daemon runs, as the log shows them; a supervisor's events win when present."""

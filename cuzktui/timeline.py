@@ -217,6 +217,9 @@ class Job:
     # Upstream's monolithic GPU queue keys every job (0, 0) (engine.rs PriorityWorkQueue::push): a
     # later job replaced this one, which is then lost (its finished_at: when the winner was queued).
     overtaken_by: str | None = None
+    # (timestamp, message) of the line that failed it when that line names no job (engine.rs logs none on
+    # some paths): how the Logs screen's job filter finds it.
+    failed_by: tuple[float, str] | None = None
     # The earliest SYNTH_START of its partitions, kept as they start (start_synthesis): the waterfall
     # orders every job by it on each change, and taking the min over the partitions each time cost a
     # quarter of a frame.
@@ -727,6 +730,8 @@ class Timeline:
         for failed in (job, *followers):
             if not failed.error:
                 failed.error = event.error or event.message
+            if event.job_id is None and event.ts is not None and failed.status == "running":
+                failed.failed_by = (event.ts, event.message)
             if failed.status == "running":
                 self._fail(segment, failed, t)
         return True

@@ -364,12 +364,13 @@ class WaterfallRows(Sequence[Row]):
         return Row("partition", f"  p{p.index}{worker}", segment=segment, job=block, partition=p)
 
     def _selectable(self, block: int) -> range:
-        """The rows of a block that can be selected: a job's partitions, a lane; not a separator."""
+        """The rows of a block that can be selected: a job's partitions (its own row when it has none: a job
+        that ended before any synthesis has only its outcome to show), a lane; not a separator."""
         first, stop = self._starts[block], self._starts[block + 1]
         kind = self._blocks[block]
         if isinstance(kind, Segment):
             return range(first, first)
-        return range(first + 1, stop) if isinstance(kind, Job) else range(first, stop)
+        return range(first + 1, stop) if isinstance(kind, Job) and kind.partitions else range(first, stop)
 
     def step(self, selected: int | None, step: int) -> int | None:
         """The selectable row after ``selected`` (``step`` > 0) or before it; from no selection the

@@ -254,8 +254,8 @@ def test_an_error_in_the_dispatch_span_fails_the_jobs_it_took_whatever_its_text(
     _, model = load_session(path)
     failures = [n.text for n in model.notices if "failed:" in n.text]
     assert failures == [
-        "job winpost-1 failed: pipeline mode requires cuda-supraseal feature",
-        "job winpost-2 failed: some failure nobody has seen yet",
+        "failed: pipeline mode requires cuda-supraseal feature (job winpost-1)",
+        "failed: some failure nobody has seen yet (job winpost-2)",
     ]
 
 

@@ -1,8 +1,8 @@
 """Waterfall screen: where does each partition spend its time, and is the GPU kept busy?
 
 The waterfall view fills the screen; Enter on a row opens its details below (a partition's
-timings and GPU_TIMING / CUZK_TIMING breakdown, or a GPU worker's busy share and idle gaps);
-Escape closes them.
+timings and GPU_TIMING / CUZK_TIMING breakdown with its job's outcome, a job without partitions'
+outcome, or a GPU worker's busy share and idle gaps); Escape closes them.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from ...waterfall_layout import Row
 from ..theme import Palette
 from ..widgets.header import KeysFooter, screen_header
 from ..widgets.panels import Panel
-from ..widgets.waterfall import PHASES, Phase, WaterfallView, lane_detail, partition_detail
+from ..widgets.waterfall import PHASES, Phase, WaterfallView, job_detail, lane_detail, partition_detail
 
 
 def legend(palette: Palette, plain: bool) -> Text:
@@ -99,4 +99,6 @@ class WaterfallScreen(Screen[None]):
             detail.show(partition_detail(row.partition, span[0], ending, gpu))
         elif row.worker is not None:
             detail.show(lane_detail(model, row.worker, window))
+        elif row.job is not None:
+            detail.show(job_detail(row.job, model.run_ending(row.job.segment)))
         detail.set_class(True, "-open")

@@ -189,6 +189,33 @@ def _search_mapped(
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class JobFilter:
+    """One job's lines: those naming ``job_id`` (as a whole word), and those holding every text of one of
+    ``lines`` (a line that belongs to the job but names none, e.g. its failure line's timestamp and message)."""
+
+    job_id: str
+    lines: tuple[tuple[str, ...], ...] = ()
+
+
+def job_lines(buf: bytes | mmap.mmap, offsets: array[int], first: int, end: int, wanted: JobFilter) -> list[int]:
+    """The numbers of the lines from ``first`` on (the file's bytes up to ``end``) that ``wanted`` keeps."""
+    if first >= len(offsets):
+        return []
+    lo = offsets[first]
+    found: set[int] = set()
+    name = re.compile(rb"(?<![\w-])" + re.escape(wanted.job_id.encode()) + rb"(?![\w-])")
+    found.update(bisect_right(offsets, m.start()) - 1 for m in name.finditer(buf, lo, end))
+    for texts in wanted.lines:
+        head, *rest = (text.encode() for text in texts)
+        for m in re.finditer(re.escape(head), buf[lo:end]):
+            line = bisect_right(offsets, lo + m.start()) - 1
+            stop = offsets[line + 1] if line + 1 < len(offsets) else end
+            if all(text in buf[offsets[line] : stop] for text in rest):
+                found.add(line)
+    return sorted(found)
+
+
 class LogView(ScrollView, can_focus=True):
     """The daemon log, one terminal row per line, filtered by level, searchable, tail-following."""
 
@@ -248,10 +275,20 @@ class LogView(ScrollView, can_focus=True):
     class _ScanFinished(Message):
         pass
 
+    class _JobLines(Message):
+        def __init__(self, wanted: JobFilter, lines: list[int], count: int) -> None:
+            super().__init__()
+            self.wanted = wanted
+            self.lines = lines
+            self.count = count  # the lines searched: those indexed when the search began
+
     def __init__(self, path: Path | None, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.path = path
         self.levels_shown: frozenset[Level] = ALL_LEVELS
+        self.job_filter: JobFilter | None = None
+        # Numbers of the lines the job filter keeps (every level), None without one.
+        self._job_lines: array[int] | None = None
         self.needle = ""
         self.indexing = False
         self._offsets: array[int] = array("q")
@@ -327,10 +364,27 @@ class LogView(ScrollView, can_focus=True):
         self._end = batch.end
         self._open_tail = batch.open_tail
         self._longest = min(max(self._longest, batch.longest), MAX_LINE_BYTES)
+        candidates: range | list[int] = range(first, len(self._offsets))
+        if self._job_lines is not None and self.job_filter is not None:
+            candidates = self._match_job(first)
+            self._job_lines.extend(candidates)
         if self._rows is not None:
             shown = self.levels_shown
-            self._rows.extend(i for i in range(first, len(self._offsets)) if self._levels[i] in shown)
+            self._rows.extend(i for i in candidates if self._levels[i] in shown)
         self._content_changed()
+
+    def _match_job(self, first: int) -> list[int]:
+        """The job filter's lines among those from ``first`` on (a batch just indexed: read here, it is small)."""
+        assert self.path is not None and self.job_filter is not None
+        try:
+            with self.path.open("rb") as f:
+                f.seek(self._offsets[first] if first < len(self._offsets) else self._end)
+                data = f.read(self._end - f.tell())
+        except OSError:
+            return []
+        base = self._end - len(data)
+        shifted = array("q", (offset - base for offset in self._offsets[first:]))
+        return [first + line for line in job_lines(data, shifted, 0, len(data), self.job_filter)]
 
     def on_log_view__scan_finished(self, _: _ScanFinished) -> None:
         self.indexing = False
@@ -349,6 +403,8 @@ class LogView(ScrollView, can_focus=True):
         self._levels.pop()
         if self._rows is not None and self._rows and self._rows[-1] == line:
             self._rows.pop()
+        if self._job_lines is not None and self._job_lines and self._job_lines[-1] == line:
+            self._job_lines.pop()
         self._text_cache.discard(line)
         self._strip_cache.clear()
         self._open_tail = False
@@ -360,7 +416,8 @@ class LogView(ScrollView, can_focus=True):
         self._open_tail = False
         self._longest = 0
         self._cursor = None
-        self._rows = None if self.levels_shown == ALL_LEVELS else array("l")
+        self._job_lines = None if self.job_filter is None else array("q")
+        self._rows = None if self.levels_shown == ALL_LEVELS and self.job_filter is None else array("l")
         self._text_cache.clear()
         self._strip_cache.clear()
         if self._file is not None:
@@ -379,11 +436,47 @@ class LogView(ScrollView, can_focus=True):
     def set_levels(self, shown: frozenset[Level]) -> None:
         """Show only lines of these levels (keeps the search match in view if it survives)."""
         self.levels_shown = shown
-        if shown == ALL_LEVELS:
+        self._filter_rows()
+
+    def set_job(self, wanted: JobFilter | None) -> None:
+        """Show only one job's lines (None: every job's); they are searched for in a thread."""
+        if wanted == self.job_filter:
+            return
+        self.job_filter = wanted
+        if wanted is None:
+            self._job_lines = None
+            self._filter_rows()
+            return
+        self._job_lines = array("q")
+        self._filter_rows()
+        if self.path is None or not self._offsets:
+            return
+        path, offsets, end = self.path, array("q", self._offsets), self._end
+
+        def work() -> None:
+            try:
+                with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                    lines = job_lines(mm, offsets, 0, min(end, len(mm)), wanted)
+            except (OSError, ValueError):
+                lines = []  # the file vanished or shrank: the next scan's batches are matched as they come
+            self.post_message(self._JobLines(wanted, lines, len(offsets)))
+
+        self.run_worker(work, thread=True, group="logview-job", exclusive=True, exit_on_error=False)
+
+    def on_log_view__job_lines(self, message: _JobLines) -> None:
+        if message.wanted != self.job_filter or self._job_lines is None:
+            return
+        # Lines indexed while the thread searched were matched as their batches came: keep those.
+        later = [line for line in self._job_lines if line >= message.count]
+        self._job_lines = array("q", [line for line in message.lines if line < len(self._offsets)] + later)
+        self._filter_rows()
+
+    def _filter_rows(self) -> None:
+        levels, shown, kept = self._levels, self.levels_shown, self._job_lines
+        if kept is None and shown == ALL_LEVELS:
             self._rows = None
         else:
-            levels = self._levels
-            self._rows = array("l", (i for i in range(len(levels)) if levels[i] in shown))
+            self._rows = array("l", (i for i in (range(len(levels)) if kept is None else kept) if levels[i] in shown))
         self._strip_cache.clear()
         self._content_changed()
         if not self.follow and self._cursor is not None:

@@ -185,6 +185,8 @@ def pipeline_content(model: SessionModel) -> Content:
         f"{counts.completed} done · ",
         (f"{counts.failed} failed", "bold $error" if counts.failed else ""),
     ]
+    if model.timeline.lost:  # never answered: the daemon replaced them in its monolithic GPU queue
+        parts.append((f" · {model.timeline.lost} lost in the GPU queue", "bold $error"))
     if model.bench is not None and model.bench.lost:
         parts.append((f" · {model.bench.lost} lost (benchmark, no answer)", "bold $error"))
     rate = session_rate(model)

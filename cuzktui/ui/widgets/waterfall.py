@@ -34,9 +34,9 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ...figures import session_origin, timeline_now
+from ...figures import job_outcome, session_origin, timeline_now
 from ...model import SessionModel
-from ...timeline import LaneEntry, Partition
+from ...timeline import Job, LaneEntry, Partition
 from ...units import format_duration
 from ...waterfall_layout import Row, WaterfallRows, clamp_window, column_owners
 from ..theme import Palette
@@ -127,7 +127,8 @@ def phase_intervals(p: Partition, stop: float | None) -> list[Interval]:
         if end is None or start is None:
             continue
         intervals.append((start, max(start, end), phase))
-    if (p.failed or p.incomplete) and intervals:  # failed, or its daemon died mid-phase
+    # Failed, its daemon died mid-phase, or lost in the GPU queue (its wait ends when it was replaced).
+    if (p.failed or p.incomplete or p.job.status == "lost") and intervals:
         start, end, _ = intervals[-1]
         intervals[-1] = (start, end, "failed")
     return intervals
@@ -438,14 +439,14 @@ class WaterfallView(ScrollView, can_focus=True):
         if row.kind == "job":
             assert row.job is not None
             job = row.job
-            marks = {"running": ">", "completed": "ok", "failed": "X", "incomplete": "?"}
-            glyphs = {"running": "▶", "completed": "✓", "failed": "✗", "incomplete": "?"}
+            marks = {"running": ">", "completed": "ok", "failed": "X", "incomplete": "?", "lost": "L"}
+            glyphs = {"running": "▶", "completed": "✓", "failed": "✗", "incomplete": "?", "lost": "⊘"}
             # A job its daemon run took with it says how (SessionModel.run_ending), not only "?".
             ending = self._model.run_ending(job.segment) if job.status == "incomplete" else None
             killed = ending is not None and ending.startswith("killed")
             mark = (marks if self.ascii_only else glyphs)["failed" if killed else job.status]
-            lost = " (lost in the GPU queue)" if job.overtaken_by else ""
-            head = self._label(f"{mark} {row.label}{lost}", Style(bold=True), view.label_width)
+            lost = " (lost in the GPU queue)" if job.status == "lost" else ""
+            head = self._label(f"{mark} {row.label}{lost}", Style(bold=True, reverse=selected), view.label_width)
             stop = timeline.open_end(job, view.now)
             start = job.first_start if job.first_start is not None else job.first_time
             spans = [(start, stop, "job")] if start is not None else []
@@ -565,35 +566,68 @@ class WaterfallView(ScrollView, can_focus=True):
         self.virtual_size = Size(self.size.width, len(self.rows) + 1)
 
 
+def _secs(value: float | None) -> str:
+    return f"{value:.1f}s" if value is not None else "—"
+
+
+def _outcome(job: Job) -> list[str | tuple[str, str]]:
+    """Why a failed or lost job ended, in the daemon's words where it gave any (its failure text), as the
+    details' second line; nothing for another job (an incomplete one's partitions say how its run ended)."""
+    outcome = job_outcome(job)
+    if outcome is None:
+        return []
+    what, why = outcome
+    return [("outcome     ", "bold"), (f"{what}  ", "bold $error"), why, "\n"]
+
+
+def _waits(job: Job) -> list[str | tuple[str, str]]:
+    if job.scheduler_wait_s is None and job.budget_wait_s is None:
+        return []
+    return [
+        ("waits       ", "$phase-queue"),
+        f"scheduler {_secs(job.scheduler_wait_s)}   memory budget {_secs(job.budget_wait_s)}",
+        "\n",
+    ]
+
+
+def job_detail(job: Job, ending: str = "incomplete (daemon run ended)") -> Content:
+    """A job that has no partition to open (it ended before any synthesis, e.g. every job of a daemon built
+    without CUDA): its outcome and its waits."""
+    parts: list[str | tuple[str, str]] = [
+        (job.job_id, "bold"),
+        f"  {job.kind}" if job.kind else "",
+        (f"  {ending}" if job.status == "incomplete" else "", "bold $error"),
+        "\n",
+        *_outcome(job),
+        *_waits(job),
+    ]
+    if job.status == "running":
+        parts.append("no phase logged yet")
+    return Content.assemble(*parts)
+
+
 def partition_detail(
     p: Partition, origin: float, ending: str = "incomplete (daemon run ended)", gpu: int | None = None
 ) -> Content:
-    """Timings of one partition: phase boundaries, durations, GPU_TIMING / FIN / CUZK_TIMING;
-    ``ending`` says how its daemon run took it when it is incomplete (SessionModel.run_ending),
-    ``gpu`` the ordinal of its worker's GPU when known (Timeline.worker_gpu)."""
+    """Timings of one partition: its job's outcome (the daemon's failure text), phase boundaries, durations,
+    GPU_TIMING / FIN / CUZK_TIMING; ``ending`` says how its daemon run took it when it is incomplete
+    (SessionModel.run_ending), ``gpu`` the ordinal of its worker's GPU when known (Timeline.worker_gpu)."""
     job = p.job
 
     def at(t: float | None) -> str:
         return format_duration(t - origin) if t is not None else "—"
 
-    def secs(value: float | None) -> str:
-        return f"{value:.1f}s" if value is not None else "—"
-
+    secs = _secs
     parts: list[str | tuple[str, str]] = [
         (f"{job.job_id}", "bold"),
         f"  partition {p.index}",
         f"  worker {p.worker}" if p.worker is not None else "",
         f" on GPU{gpu}" if p.worker is not None and gpu is not None else "",
         ("  FAILED" if p.failed else f"  {ending}" if p.incomplete else "", "bold $error"),
-        (f"  replaced in the monolithic GPU queue by {job.overtaken_by}" if job.overtaken_by else "", "bold $error"),
         "\n",
+        *_outcome(job),
+        *_waits(job),
     ]
-    if job.scheduler_wait_s is not None or job.budget_wait_s is not None:
-        parts += [
-            ("waits       ", "$phase-queue"),
-            f"scheduler {secs(job.scheduler_wait_s)}   memory budget {secs(job.budget_wait_s)}",
-            "\n",
-        ]
 
     parts += [
         ("synthesis   ", "$phase-synth"),
