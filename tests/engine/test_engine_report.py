@@ -37,7 +37,7 @@ async def test_monolithic_mode_successes_on_the_engine_are_counted(make_engine: 
     assert report(captured)["counts"] == {"completed": 2, "failed": 0, "incomplete": 0, "lost": 0}
 
 
-async def test_a_job_the_engines_gpu_queue_dropped_is_incomplete_with_the_reason(
+async def test_a_job_the_engines_gpu_queue_dropped_is_lost_with_the_reason(
     make_engine: Factory, captured: Captured
 ) -> None:
     e = await make_engine(time_scale=0.01)
@@ -46,7 +46,7 @@ async def test_a_job_the_engines_gpu_queue_dropped_is_incomplete_with_the_reason
     assert not dropped.done()
     jobs = {j["job_id"]: j for j in report(captured)["jobs"]}
     assert jobs["winning-c"]["status"] == "completed"
-    assert jobs["winning-b"]["status"] == "incomplete" and "GPU queue" in jobs["winning-b"]["reason"]
+    assert jobs["winning-b"]["status"] == "lost" and "GPU queue" in jobs["winning-b"]["reason"]
     dropped.cancel()
 
 
