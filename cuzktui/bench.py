@@ -9,10 +9,11 @@ TUI can follow it from the session files.
 Proofs go through ``Prove`` (submit and wait in one call, as Curio and cuzk-bench do), with
 Curio-style request ids. When the daemon dies under the benchmark and the supervisor
 diagnoses an OOM kill, the runner asks :func:`cuzktui.diagnosis.oom_verdict` whether the budget
-caused it (above the memory limit, or reservations that fit the budget but not the cgroup beside
-the memory measured outside it). Only then does it lower ``[memory].total_budget`` to the value
-the evidence gives, restart the daemon with that config version and resubmit every proof that had
-not finished, up to ``oom_retries`` times; otherwise it stops and says what filled the cgroup.
+caused it, from the samples it recorded (:class:`~cuzktui.diagnosis.KillEvidenceLog`: the
+partitions in flight at the last reading before the kill, the memory outside the budget). Only then
+does it lower ``[memory].total_budget`` to what fits by that evidence, restart the daemon with that
+config version and resubmit every proof that had not finished, up to ``oom_retries`` times;
+otherwise it stops and says what filled the cgroup.
 Any other death fails the run with the diagnosis.
 
 A proof the daemon's log shows it lost (replaced in upstream's monolithic GPU queue, whose ``Prove``
@@ -46,7 +47,7 @@ from .config import ConfigDocument
 from .controller import BenchRequest
 from .daemon_config import read_config
 from .daemon_facts import BY_CLI_NAME, ProofKind
-from .diagnosis import client_view, oom_verdict
+from .diagnosis import KillEvidenceLog, client_view, oom_verdict
 from .knobs import TomlValue
 from .planner import cgroup_aware_budget
 from .proto import proving_pb2 as pb
@@ -481,7 +482,6 @@ class BenchRunner:
         requests: Sequence[pb.SubmitProofRequest],
         bench_id: str,
         on_progress: Callable[[str], None] | None = None,
-        last_memory: Callable[[], ev.MemorySample | None] | None = None,
         host_mem_total: int | None = None,
     ) -> None:
         self.supervisor = supervisor
@@ -490,18 +490,22 @@ class BenchRunner:
         self.bench_id = bench_id
         self._requests = list(requests)
         self._on_progress = on_progress
-        # The last memory sample of the daemon (RSS and the budget in use): the OOM verdict's evidence.
-        self._last_memory = last_memory
+        # The OOM verdict's evidence, from the samples fed to observe(); an engine's RSS in its units.
+        scale = read_config(config_text).engine.memory_scale if supervisor.mode == "engine" else 1.0
+        self._evidence = KillEvidenceLog(rss_scale=1 / scale)
         self._host_mem_total = host_mem_total
         self._state = _State(unfinished=dict(enumerate(self._requests)))
         self._restarts: list[ev.BenchRestart] = []
         self._cancelled = asyncio.Event()
         self._killed_s = 0.0
         self._restart_s = 0.0
-        self._round_t = 0.0  # when the current daemon run's round began (time.time())
         # Per request id in flight, set with the reason when the daemon's log shows the job lost.
         self._lost_waits: dict[str, asyncio.Future[str]] = {}
         self._lost_in_queue = 0
+
+    def observe(self, event: ev.ObservedEvent) -> None:
+        """A sample the daemon's recorder took (memory, ``/status``): evidence for an OOM kill's verdict."""
+        self._evidence.observe(event)
 
     def _emit(self, event: ev.ObservedEvent) -> None:
         self.supervisor.session.append_event(event)
@@ -531,7 +535,6 @@ class BenchRunner:
         outcome: Literal["completed", "failed", "cancelled"] = "completed"
         while self._state.unfinished:
             round_started = time.monotonic()
-            self._round_t = time.time()
             result = await self._run_round()
             if self._cancelled.is_set():
                 outcome = "cancelled"
@@ -582,18 +585,6 @@ class BenchRunner:
             scale, real_wall_s, killed_s, restart_s, self._lost_in_queue,
         )  # fmt: skip
 
-    def _outside_budget(self) -> int | None:
-        """Memory outside the budget at the last sample that had both RSS and the budget in use, in the
-        daemon's units (an engine's RSS ÷ memory_scale); None without such a sample."""
-        sample = self._last_memory() if self._last_memory is not None else None
-        stale = sample is not None and sample.t < self._round_t  # from a daemon run before this one
-        if sample is None or stale or sample.rss_bytes is None or sample.budget_used_bytes is None:
-            return None
-        rss = sample.rss_bytes
-        if self.supervisor.mode == "engine":
-            rss = int(rss / read_config(self.config_text).engine.memory_scale)
-        return max(0, rss - sample.budget_used_bytes)
-
     async def _recover(self, result: _Round) -> str | None:
         """Restart after an OOM kill the budget caused (returns None), or say why the run fails."""
         exit = result.exit
@@ -607,9 +598,8 @@ class BenchRunner:
         facts = gather_budget_facts(
             self.config_text, self.supervisor.mode, self.supervisor.memory_limit, self._host_mem_total
         )
-        verdict = oom_verdict(
-            facts, allowance=cgroup_aware_budget(facts.limit), outside=self._outside_budget(), kind=self.options.kind
-        )
+        allowance = cgroup_aware_budget(facts.limit)
+        verdict = oom_verdict(facts, allowance=allowance, evidence=self._evidence.evidence(), kind=self.options.kind)
         if verdict.lower_to is None:
             self._emit(ev.Notice(time.time(), "error", f"OOM kill not retried: {verdict.explanation}"))
             return f"{diagnosis}\nnot retried: {verdict.explanation}"
@@ -628,6 +618,7 @@ class BenchRunner:
             f"daemon OOM-killed: {verdict.explanation}; restart {attempt}/{self.options.oom_retries} with "
             f"total_budget = {budget}, resubmitting {len(self._state.unfinished)} proofs"
         )
+        self._evidence.new_daemon()
         try:
             await self.supervisor.start(self.config_text, changes=(f"memory.total_budget = {budget!r}",))
         except (DaemonStartError, SupervisorError) as error:

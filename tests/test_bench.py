@@ -138,19 +138,34 @@ def _runner(
     count: int,
     retries: int = 3,
     config: str = SEED_CONFIG,
-    memory: ev.MemorySample | None = None,
+    seen: tuple[ev.ObservedEvent, ...] = (),
 ) -> BenchRunner:
+    """A runner on the scripted daemon, having observed ``seen`` (the recorder's samples) before the kill."""
     options = BenchRequest(kind="porep", count=count, concurrency=2, oom_retries=retries)
     requests = build_requests("porep", count, input_path=None, bench_id="b")
-    return BenchRunner(
-        daemon,  # type: ignore[arg-type]
-        options, config, requests=requests, bench_id="b", last_memory=lambda: memory,
-    )  # fmt: skip
+    runner = BenchRunner(daemon, options, config, requests=requests, bench_id="b")  # type: ignore[arg-type]
+    for event in seen:
+        runner.observe(event)
+    return runner
 
 
-def _sample(rss_nominal: int, budget_used: int) -> ev.MemorySample:
-    """A sample taken just now (during the run), the RSS in the engine's real bytes at 1/256."""
-    return ev.MemorySample(time.time() + 3600, rss_nominal // 256, budget_used_bytes=budget_used)
+def _status(used: int, in_flight: int = 0, srs: int = 0) -> ev.StatusSnapshot:
+    """A /status reading: the budget in use, partitions synthesizing, the SRS resident."""
+    return ev.StatusSnapshot(
+        time.time(), 1.0, 251 * GiB, used, in_flight, 0, 2, 0, 0, 0, srs_resident_bytes=srs, pce_resident_bytes=0
+    )
+
+
+def _rss(nominal: int) -> ev.MemorySample:
+    """A memory sample, the RSS in the engine's real bytes at 1/256 (the budget figure the sampler
+    carried is left out: the evidence pairs the RSS with the /status readings it saw itself)."""
+    return ev.MemorySample(time.time(), nominal // 256)
+
+
+def _killed_with(reserved: int, partitions: int, outside: int) -> tuple[ev.ObservedEvent, ...]:
+    """The samples of a daemon that idled with ``outside`` beyond its reservations, then was killed
+    with ``partitions`` in flight and ``reserved`` in use at its last reading."""
+    return (_status(0), _rss(outside), _status(reserved, partitions, 44 * GiB))
 
 
 async def test_an_auto_budget_above_the_cgroup_is_lowered_once_and_said_why(tmp_path: Path) -> None:
@@ -192,35 +207,82 @@ async def test_a_second_oom_kill_without_evidence_against_the_budget_stops_inste
 async def test_memory_outside_the_budget_is_named_and_not_blamed_on_the_budget(tmp_path: Path) -> None:
     session = SessionWriter(tmp_path / "s")
     daemon = _ScriptedDaemon(session, survive=[1], causes=["oom_kill"])
-    # A 200 GiB budget in a 256 GiB box with only 120 GiB of reservations in use and 40 GiB outside
-    # them: budget + outside fit the limit, so the budget did not fill the cgroup.
+    # A 200 GiB budget in a 256 GiB box, 40 GiB outside it when idle, 3 partitions in flight at the kill
+    # beside the 44 GiB SRS: to fill the limit each would have held 57 GiB, more than any partition does (20 GiB).
     config = '[memory]\ntotal_budget = "200GiB"\n'
-    summary = await _runner(tmp_path, daemon, 4, config=config, memory=_sample(160 * GiB, 120 * GiB)).run()
+    seen = _killed_with(120 * GiB, 3, 40 * GiB)
+    summary = await _runner(tmp_path, daemon, 4, config=config, seen=seen).run()
     assert summary.outcome == "failed" and summary.restarts == ()
     assert summary.error is not None
-    assert "not the budget: total_budget (200 GiB) plus the memory outside the budget was 40 GiB" in summary.error
+    assert "not the budget: 3 PoRep partitions were in flight at the last reading before the kill" in summary.error
+    assert "each would have held 57.3 GiB of RSS, more than a partition's measured 20 GiB" in summary.error
     assert daemon.run == 0
 
 
-async def test_reservations_that_fit_the_budget_but_not_the_cgroup_lower_it_to_what_fits(tmp_path: Path) -> None:
+async def test_partitions_that_outgrew_the_cgroup_lower_the_budget_to_as_many_as_fit(tmp_path: Path) -> None:
     session = SessionWriter(tmp_path / "s")
     daemon = _ScriptedDaemon(session, survive=[1], causes=["oom_kill"])
-    # 200 GiB budget, 190 GiB reserved, 90 GiB outside: 256 − 90 = 166 GiB is what the budget can be.
+    # 200 GiB budget, 10 partitions in flight beside the 44 GiB SRS, 30 GiB outside: each needed 18.2 GiB to
+    # fill 256 GiB, and 8 of that size fit 256 − 5 (margin) − 30 − 69.7 (SRS + PCE): 69.7 + 8 × 14 = 182 GiB.
     config = '[memory]\ntotal_budget = "200GiB"\n'
-    summary = await _runner(tmp_path, daemon, 4, config=config, memory=_sample(280 * GiB, 190 * GiB)).run()
+    seen = _killed_with(184 * GiB, 10, 30 * GiB)
+    summary = await _runner(tmp_path, daemon, 4, config=config, seen=seen).run()
     assert summary.outcome == "completed"
     (restart,) = summary.restarts
-    assert restart.total_budget == "166GiB"
-    assert "did not fit this cgroup's limit (256 GiB) beside the memory outside the budget was 90 GiB" in (
-        restart.explanation
+    assert restart.total_budget == "182GiB"
+    assert restart.explanation.endswith(
+        "each grows to at least 18.2 GiB of RSS by the kill's count, so 8 fit this cgroup's limit (256 GiB) "
+        "beside SRS + PCE (69.7 GiB) and the 5 GiB safety margin"
     )
+
+
+async def test_an_oom_kill_in_the_first_wave_lowers_the_budget_by_the_partitions_that_did_not_fit(
+    tmp_path: Path,
+) -> None:
+    """The issue's box: the engine as 256 GiB, "auto" = 251 GiB. Thirteen partitions were reserved in a tenth
+    of a second and killed while they grew; the sample before the kill had set an RSS of 207 GiB against the
+    44 GiB of a reading a second older, and the recovery took 256 − 163 = 92 GiB (17.8 proofs/h after)."""
+    session = SessionWriter(tmp_path / "s")
+    daemon = _ScriptedDaemon(session, survive=[1], causes=["oom_kill"])
+    config = '[engine]\nmem_total = "256GiB"\n[memory]\ntotal_budget = "auto"\n'
+    seen = (
+        _status(0),
+        _rss(10 * GiB),  # ready and idle: the engine's own memory, 10 GiB in the box's units
+        _status(44 * GiB),  # the SRS reserved, still loading: not a reading to set an RSS against
+        _rss(207 * GiB),
+        _status(240 * GiB, 13, 44 * GiB),
+    )
+    summary = await _runner(tmp_path, daemon, 4, config=config, seen=seen).run()
+    (restart,) = summary.restarts
+    # 13 partitions of 16 GiB did not fit; 10 do: 69.7 GiB of SRS + PCE + 10 × 14 GiB, rounded up.
+    assert restart.total_budget == "210GiB"
+    assert restart.explanation.startswith(
+        "13 PoRep partitions were in flight at the last reading before the kill (240 GiB reserved of 251 GiB; "
+        "10 GiB outside the budget); each grows to 16 GiB of RSS once synthesized, so 10 fit"
+    )
+    assert 'total_budget = "210GiB"' in daemon.configs[-1]
+
+
+async def test_a_restart_sets_no_reading_of_the_killed_daemon_against_the_next(tmp_path: Path) -> None:
+    session = SessionWriter(tmp_path / "s")
+    daemon = _ScriptedDaemon(session, survive=[1, 1], causes=["oom_kill", "oom_kill"])
+    config = '[engine]\nmem_total = "256GiB"\n[memory]\ntotal_budget = "auto"\n'
+    runner = _runner(tmp_path, daemon, 4, config=config, seen=_killed_with(240 * GiB, 13, 10 * GiB))
+    summary = await runner.run()
+    # The second daemon was killed before any reading of its own: the first one's 13 partitions are not its
+    # evidence (they would give 210 GiB again), so the planner's model for 256 GiB decides (196 GiB).
+    first, second = summary.restarts
+    assert (first.total_budget, second.total_budget) == ("210GiB", "196GiB")
+    assert second.explanation.endswith("no reading before the kill showed the partitions in flight")
 
 
 async def test_memory_outside_the_budget_leaving_no_room_for_a_proof_stops(tmp_path: Path) -> None:
     session = SessionWriter(tmp_path / "s")
     daemon = _ScriptedDaemon(session, survive=[1], causes=["oom_kill"])
     config = '[memory]\ntotal_budget = "200GiB"\n'
-    summary = await _runner(tmp_path, daemon, 4, config=config, memory=_sample(220 * GiB, 20 * GiB)).run()
+    # 180 GiB outside the budget when idle: beside SRS + PCE and the margin, not one 16 GiB partition fits.
+    seen = _killed_with(72 * GiB, 2, 180 * GiB)
+    summary = await _runner(tmp_path, daemon, 4, config=config, seen=seen).run()
     assert summary.outcome == "failed" and summary.restarts == ()
     assert summary.error is not None and "so no total_budget can prove here" in summary.error
 

@@ -10,6 +10,8 @@ from cuzktui.diagnosis import (
     CURIO_SAW,
     CUZK_BENCH_SAW,
     BudgetFacts,
+    KillEvidence,
+    KillEvidenceLog,
     budget_root_cause,
     client_view,
     one_line,
@@ -56,25 +58,69 @@ def test_without_a_cgroup_the_limit_is_the_hosts_ram_and_auto_fits_it() -> None:
     assert budget_root_cause(facts) is None
 
 
+# (reserved, partitions in flight, outside the budget when idle) at the last reading before the kill
+FIRST_WAVE = KillEvidence(240 * GiB, 13, 10 * GiB)
+
+
 @pytest.mark.parametrize(
-    ("setting", "outside", "cause", "lower_to"),
+    ("setting", "evidence", "cause", "lower_to"),
     [
-        ("auto", None, "budget_above_limit", "182GiB"),
-        ("auto", 90 * GiB, "budget_above_limit", "182GiB"),  # the planner's budget: a noisy sample does not lower it
-        ("200GiB", 90 * GiB, "budget_beside_outside", "166GiB"),
-        ("200GiB", 40 * GiB, "outside_budget", None),
-        ("200GiB", 180 * GiB, "outside_budget", None),  # 76 GiB left: less than PoRep's SRS + PCE + 14 GiB
+        ("auto", None, "budget_above_limit", "182GiB"),  # no reading: the planner's budget
+        # 13 partitions of 16 GiB beside 10 GiB outside, SRS + PCE and the margin: 10 fit (69.7 + 140 GiB).
+        ("auto", FIRST_WAVE, "budget_above_limit", "210GiB"),
+        ("251GiB", FIRST_WAVE, "partitions_outgrew_limit", "210GiB"),
+        ("251GiB", KillEvidence(240 * GiB, 13, None), "partitions_outgrew_limit", "224GiB"),  # outside taken as 0
+        ("200GiB", KillEvidence(190 * GiB, 8, 40 * GiB), "partitions_outgrew_limit", "182GiB"),  # 17.2 GiB each
+        ("200GiB", KillEvidence(120 * GiB, 3, 40 * GiB), "outside_budget", None),  # 46 GiB each: not partitions
+        ("200GiB", KillEvidence(72 * GiB, 2, 180 * GiB), "outside_budget", None),  # not one partition fits
+        ("210GiB", FIRST_WAVE, "outside_budget", None),  # already admits no more than what fits
         ("200GiB", None, "budget_above_allowance", "182GiB"),
+        ("200GiB", KillEvidence(44 * GiB, 0, 10 * GiB), "budget_above_allowance", "182GiB"),  # none in flight
         ("182GiB", None, "outside_budget", None),
     ],
 )
 def test_the_verdict_lowers_the_budget_only_when_the_evidence_blames_it(
-    setting: str, outside: int | None, cause: str, lower_to: str | None
+    setting: str, evidence: KillEvidence | None, cause: str, lower_to: str | None
 ) -> None:
     allowance = 182 * GiB
-    verdict = oom_verdict(_facts(setting), allowance=allowance, outside=outside, kind="porep")
+    verdict = oom_verdict(_facts(setting), allowance=allowance, evidence=evidence, kind="porep")
     assert (verdict.cause, verdict.lower_to) == (cause, lower_to)
     assert verdict.explanation
+
+
+def test_a_second_kill_lowers_the_budget_below_the_reservations_that_were_killed() -> None:
+    # Partitions that fill the limit at exactly a synthesized partition's size: each kill admits fewer.
+    budget, partitions = 251 * GiB, 13
+    for _ in range(3):
+        evidence = KillEvidence(int(69.7 * GiB) + partitions * 14 * GiB, partitions, 10 * GiB)
+        verdict = oom_verdict(_facts(f"{budget // GiB}GiB"), allowance=182 * GiB, evidence=evidence, kind="porep")
+        assert verdict.lower_to is not None
+        budget = int(verdict.lower_to.removesuffix("GiB")) * GiB
+        assert budget < evidence.reserved
+        partitions = (budget - int(69.7 * GiB)) // (14 * GiB)
+    assert partitions >= 8, "each kill takes off the partitions that did not fit, not down to a floor"
+
+
+def _status(used: int, synthesizing: int = 0, srs: int = 0) -> ev.StatusSnapshot:
+    return ev.StatusSnapshot(1.0, 1.0, 251 * GiB, used, synthesizing, 0, 2, 0, 0, 0, srs_resident_bytes=srs)
+
+
+def test_the_evidence_sets_an_rss_only_against_a_quiet_reading_of_the_same_daemon() -> None:
+    log = KillEvidenceLog(rss_scale=256)  # an engine at 1/256: RSS in the box's units
+    assert log.evidence() is None
+    log.observe(_status(0))
+    log.observe(ev.MemorySample(2.0, 40 * GiB // 256))  # idle: 40 GiB of its own
+    log.observe(_status(44 * GiB))  # the SRS reserved, still loading
+    log.observe(ev.MemorySample(3.0, 200 * GiB // 256))  # a ramp: not set against that reading
+    log.observe(_status(44 * GiB, srs=44 * GiB))  # loaded, no partition
+    log.observe(ev.MemorySample(4.0, 94 * GiB // 256))  # 50 GiB beyond: more than the least seen
+    log.observe(_status(240 * GiB, synthesizing=13, srs=44 * GiB))
+    log.observe(ev.MemorySample(5.0, 250 * GiB // 256))  # partitions in flight: not "outside"
+    assert log.evidence() == KillEvidence(240 * GiB, 13, 40 * GiB, resident=44 * GiB)
+    log.new_daemon()
+    assert log.evidence() is None, "the killed daemon's reading is not the next one's"
+    log.observe(_status(0))
+    assert log.evidence() == KillEvidence(0, 0, 40 * GiB, resident=0), "its own memory is the program's: it is kept"
 
 
 def test_the_exit_of_an_oom_kill_by_auto_carries_the_root_cause() -> None:

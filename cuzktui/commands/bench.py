@@ -110,23 +110,6 @@ def request_params(args: argparse.Namespace) -> RequestParams:
     )
 
 
-class _LastMemory:
-    """Records the recorder's events in the session, keeping the last memory sample that had the budget
-    in use beside the RSS: the evidence the OOM verdict weighs."""
-
-    def __init__(self, session: SessionWriter) -> None:
-        self._session = session
-        self._last: ev.MemorySample | None = None
-
-    def append(self, event: ev.ObservedEvent) -> None:
-        if isinstance(event, ev.MemorySample) and event.rss_bytes is not None and event.budget_used_bytes is not None:
-            self._last = event
-        self._session.append_event(event)
-
-    def last(self) -> ev.MemorySample | None:
-        return self._last
-
-
 def _plan(args: argparse.Namespace) -> _Plan:
     """Everything the run needs, checked before anything is created (BenchUsageError → exit 2)."""
     if args.count < 1 or args.concurrency < 1 or args.oom_retries < 0:
@@ -179,15 +162,19 @@ async def _run(plan: _Plan, session: SessionWriter) -> BenchSummary | str:
     supervisor = Supervisor(
         session, plan.program, memory_limit=plan.memory_limit, payload_allowance=allowance, on_progress=_progress
     )
-    memory = _LastMemory(session)
     runner = BenchRunner(
         supervisor, plan.options, plan.config_text, requests=plan.requests, bench_id=plan.bench_id,
-        on_progress=_progress, last_memory=memory.last,
+        on_progress=_progress,
     )  # fmt: skip
     # Signals cancel from the very start: a runner killed while its daemon starts would leave
     # that daemon (in its own process session) running with nobody to stop it.
     install_cancel_signals(runner)
-    recorder = DaemonRecorder(supervisor, memory.append)
+
+    def record(event: ev.ObservedEvent) -> None:
+        runner.observe(event)  # the samples are the evidence an OOM kill's verdict weighs
+        session.append_event(event)
+
+    recorder = DaemonRecorder(supervisor, record)
     recorder.start()
     try:
         _progress(f"starting {' '.join(plan.program.argv)} ({plan.program.mode})")
