@@ -68,7 +68,7 @@ class TuneTrialRow:
     peak_rss_bytes: int | None  # the box's bytes; a skipped trial's is the model's prediction
     predicted: bool  # the peak is the model's prediction, not a measurement
     limit_bytes: int | None
-    margin: float | None  # peak / limit
+    peak_share: float | None  # peak ÷ limit: the share of the limit the peak took
     oom_kills: int
     price_per_proof: float | None
     completed: int  # proofs completed (so far, while running)
@@ -84,7 +84,7 @@ class TuneBest:
     index: int  # its first trial
     proofs_per_hour: float  # the mean of its runs
     speedup: float | None  # × the starting config's rate (None: the start did not complete)
-    margin: float | None
+    peak_share: float | None  # the best trial's peak ÷ limit
     concurrency: int  # the benchmark concurrency it was measured at (not a daemon knob)
     changes: tuple[tuple[str, Any], ...]  # ("section.key", value) that differ from the running config
     check_errors: tuple[str, ...]  # what ``cuzk-tui config check`` calls an error in the result

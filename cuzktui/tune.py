@@ -320,8 +320,8 @@ class Trial:
         return completion_spread(self.completion_times, self.knobs.concurrency)
 
     @property
-    def margin(self) -> float | None:
-        """Peak RSS ÷ limit."""
+    def peak_share(self) -> float | None:
+        """The share of the limit the peak RSS took (peak ÷ limit): the closer to 1, the less headroom."""
         if self.peak_rss_bytes is None or not self.limit_bytes:
             return None
         return self.peak_rss_bytes / self.limit_bytes
@@ -994,16 +994,17 @@ def format_table(trials: Sequence[Trial], price_per_hour: float | None, *, time_
     """The trials as a table: knobs changed, proofs/hour and its spread, peak RSS against the limit, OOM
     kills, price."""
     header = f"{'#':>3} {'status':<9}{'proofs/h':>9}{'spread':>8}{'s/proof':>8}{'peak GiB':>9}{'limit':>6}"
-    header += f"{'margin':>7}{'OOM':>4}{'$/proof':>9}  knobs changed (from the starting config) / note"
+    header += f"{'peak/lim':>9}{'OOM':>4}{'$/proof':>9}  knobs changed (from the starting config) / note"
     lines = [
         f"proofs/hour in {time_basis}, spread from each trial's own completions (± {SPREAD_SE:g} standard errors); "
         "peak RSS and limit in GiB of the box (a run's limit is what the kernel enforced: the box's RAM plus the "
-        "bench's allowance for the inputs in flight); margin = peak / limit",
+        "bench's allowance for the inputs in flight); peak/lim = the share of the limit the peak took (100% = no "
+        "headroom left)",
         header,
     ]
     for t in trials:
         price = t.price_per_proof(price_per_hour)
-        margin = "-" if t.margin is None else f"{t.margin:.2f}"
+        share = "-" if t.peak_share is None else f"{t.peak_share:.0%}"
         peak = _cell_size(t.peak_rss_bytes) if t.ran else f"~{_cell_size(t.predicted_peak_bytes)}"
         rate = f"{t.proofs_per_hour:.1f}" if t.ran else "-"
         per_proof = f"{3600 / t.proofs_per_hour:.1f}" if t.proofs_per_hour > 0 else "-"
@@ -1011,7 +1012,7 @@ def format_table(trials: Sequence[Trial], price_per_hour: float | None, *, time_
         note = f" — {brief(t.note)}" if t.note else ""
         lines.append(
             f"{t.index:>3} {t.status:<9}{rate:>9}{spread_cell(t.spread):>8}{per_proof:>8}{peak:>9}"
-            f"{_cell_size(t.limit_bytes):>6}{margin:>7}{t.oom_kills:>4}"
+            f"{_cell_size(t.limit_bytes):>6}{share:>9}{t.oom_kills:>4}"
             f"{'-' if price is None else f'{price:.3f}':>9}  {what}{note}"
         )
     return "\n".join(lines)
@@ -1033,7 +1034,7 @@ def trial_row(trial: Trial, price_per_hour: float | None) -> TuneTrialRow:
         peak_rss_bytes=trial.peak_rss_bytes if trial.ran else trial.predicted_peak_bytes,
         predicted=not trial.ran,
         limit_bytes=trial.limit_bytes,
-        margin=trial.margin,
+        peak_share=trial.peak_share,
         oom_kills=trial.oom_kills,
         price_per_proof=trial.price_per_proof(price_per_hour),
         completed=trial.completed,
@@ -1055,7 +1056,7 @@ def running_row(search: Search, index: int, knobs: Knobs, figures: SessionFigure
         peak_rss_bytes=peak,
         predicted=False,
         limit_bytes=limit,
-        margin=None if peak is None else peak / limit,
+        peak_share=None if peak is None else peak / limit,
         oom_kills=figures.oom_kills if figures is not None else 0,
         price_per_proof=None,
         completed=done,
@@ -1072,12 +1073,12 @@ def best_of(search: Search, running_config: str) -> TuneBest | None:
         return None
     doc = ConfigDocument.parse(running_config)
     start = verdict.start
-    margins = [t.margin for t in better.runs if t.margin is not None]
+    shares = [t.peak_share for t in better.runs if t.peak_share is not None]
     return TuneBest(
         index=better.runs[0].index,
         proofs_per_hour=better.rate,
         speedup=better.rate / start.rate if start is not None and start.rate > 0 else None,
-        margin=max(margins, default=None),
+        peak_share=max(shares, default=None),
         concurrency=better.knobs.concurrency,
         changes=tuple(config_changes(doc, better.knobs, search.inert).items()),
         check_errors=tuple(config_errors(best_config(doc, better.knobs, search.inert))),

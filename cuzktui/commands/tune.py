@@ -166,8 +166,8 @@ def _result(args: argparse.Namespace, search: Search, base: ConfigDocument, dire
         doc = best_config(base, better.knobs, search.inert)
         save_atomic(doc, args.out)
         out_errors = config_errors(doc)
-    margins = [] if better is None else [t.margin for t in better.runs if t.margin is not None]
-    margin = max(margins, default=None)
+    shares = [] if better is None else [t.peak_share for t in better.runs if t.peak_share is not None]
+    peak_share = max(shares, default=None)
     trials_run = sum(1 for t in search.trials if t.ran)
     if args.json:
         print(
@@ -180,7 +180,7 @@ def _result(args: argparse.Namespace, search: Search, base: ConfigDocument, dire
                     "trials": [
                         {
                             **t.to_json(),
-                            "margin": t.margin,
+                            "peak_share": t.peak_share,
                             "spread": t.spread,
                             "price_per_proof": t.price_per_proof(args.price_per_hour),
                         }
@@ -188,7 +188,7 @@ def _result(args: argparse.Namespace, search: Search, base: ConfigDocument, dire
                     ],
                     "best": None if better is None else better.runs[0].index,
                     "best_runs": None if better is None else [t.index for t in better.runs],
-                    "best_margin": margin,
+                    "best_peak_share": peak_share,
                     "verdict": verdict.text,
                     "left_alone": search.inert,
                     "out": args.out,
@@ -213,10 +213,10 @@ def _result(args: argparse.Namespace, search: Search, base: ConfigDocument, dire
         else:
             start = verdict.start
             gain = "" if start is None or start.rate <= 0 else f", {better.rate / start.rate:.2f}× the starting config"
-            shown = "-" if margin is None else f"{margin:.2f}"
+            shown = "-" if peak_share is None else f"{peak_share:.0%}"
             print(
-                f"best: trial {better.runs[0].index}, {better.rate:.1f} proofs/hour{gain}; margin (peak RSS / "
-                f"limit) {shown}; changes: {', '.join(better.runs[0].changes) or 'none'}"
+                f"best: trial {better.runs[0].index}, {better.rate:.1f} proofs/hour{gain}; peak RSS {shown} of the "
+                f"limit; changes: {', '.join(better.runs[0].changes) or 'none'}"
             )
             print(verdict.text)
             if args.out:

@@ -45,7 +45,7 @@ def row(
     peak = None if peak_gib is None else peak_gib * GiB
     fields: dict[str, object] = dict(
         index=index, status=status, changes=changes, proofs_per_hour=rate, peak_rss_bytes=peak, predicted=False,
-        limit_bytes=LIMIT, margin=None if peak is None else peak / LIMIT, oom_kills=0,
+        limit_bytes=LIMIT, peak_share=None if peak is None else peak / LIMIT, oom_kills=0,
         price_per_proof=None if not rate else 4.0 / rate, completed=12 if status == "completed" else 0, note="",
     )  # fmt: skip
     fields.update(kw)
@@ -62,7 +62,7 @@ def search_snapshot(state: str = "running", **best: object) -> TuneSnapshot:
         row(2, "completed", (budget,), 36.0, 201, spread=0.031),
         row(3, "completed", (budget, synth), 47.9, 214, spread=0.024),
         row(4, "skipped", (budget, synth, "pipeline.max_gpu_queue_depth = 8"), None, 268, predicted=True,
-            margin=None, price_per_proof=None, note="predicted peak RSS 268 GiB > limit 256 GiB"),
+            peak_share=None, price_per_proof=None, note="predicted peak RSS 268 GiB > limit 256 GiB"),
         row(5, "stopped", (budget, synth, "concurrency = 8"), 0.0, 190, price_per_proof=None, completed=5,
             note="stopped early: slower than 1.5 × the best"),
         row(6, "running", ('memory.total_budget = "224GiB"', synth), None, 230, completed=5,
@@ -146,14 +146,15 @@ async def test_the_table_and_the_scatter_follow_the_search_as_trials_end() -> No
         screen = screen_of(app)
         table = screen.query_one(DataTable)
         assert table.row_count == 6
-        assert cells(table, 2)[:9] == ["3*", "completed", "47.9", "2.4%", "214", "256", "0.84", "0", "0.084"]
+        assert cells(table, 2)[:9] == ["3*", "completed", "47.9", "2.4%", "214", "256", "84%", "0", "0.084"]
+        assert [str(column.label) for column in table.columns.values()][6] == "peak/limit"
         assert cells(table, 3)[3:5] == ["-", "~268"] and "predicted peak RSS 268 GiB" in cells(table, 3)[9]
         assert (
             cells(table, 5)[:5] == ["6", "running", "-", "-", "230"] and "5 of 12 proofs so far" in cells(table, 5)[9]
         )
         status = str(screen.query_one("#tune-status", Static).render())
         assert "searching · porep × 12 per trial · 5 of 12 trials run · limit 256 GiB" in status
-        assert "best: trial 3, 47.9 proofs/hour, margin 0.84, at benchmark concurrency 6" in status
+        assert "best: trial 3, 47.9 proofs/hour, peak RSS 84% of the limit, at benchmark concurrency 6" in status
         assert "passes config check; a applies 2 change(s)" in status
         assert "the starting config did not complete safely (trial 1: oom); trial 3: 47.9 ± 2.4%" in status
         # The running trial completes faster than trial 3: its row is replaced, the star moves.

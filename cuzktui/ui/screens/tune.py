@@ -5,7 +5,7 @@ starts from memcheck's recommendation and climbs from the best trial, skipping w
 peak RSS predicts over the limit, and varies only the knobs that act in the daemon's mode. The table
 shows every trial as it runs (the knobs it changed, proofs/hour and its spread, peak RSS against the
 limit, OOM kills, price per proof); the scatter sets proofs/hour against peak RSS, with the memory
-limit as a line, so the best is read next to its margin. A best is one that beat the starting config
+limit as a line, so the best is read next to its headroom. A best is one that beat the starting config
 beyond the noise; it is applied (after config check and a confirmation) by the same drain and restart
 as Knobs.
 """
@@ -40,7 +40,9 @@ FIELDS = (
     ("$ per hour", "price", ""),
 )
 INTEGERS = ("count", "concurrency", "trials")
-COLUMNS = ("#", "status", "proofs/h", "±", "peak GiB", "limit", "margin", "OOM", "$/proof", "knobs changed · note")
+COLUMNS = (
+    "#", "status", "proofs/h", "±", "peak GiB", "limit", "peak/limit", "OOM", "$/proof", "knobs changed · note",
+)  # fmt: skip
 NOTE_WIDTH = 50
 _STATUS_STYLE = {"completed": "green", "oom": "bold red", "failed": "red", "running": "bold", "skipped": "dim"}
 
@@ -61,7 +63,7 @@ def trial_cells(row: TuneTrialRow, best: int | None) -> tuple[str | Text, ...]:
         "-" if row.spread is None else f"{row.spread:.1%}",
         peak,
         _gib(row.limit_bytes),
-        "-" if row.margin is None else f"{row.margin:.2f}",
+        "-" if row.peak_share is None else f"{row.peak_share:.0%}",
         str(row.oom_kills),
         "-" if row.price_per_proof is None else f"{row.price_per_proof:.3f}",
         f"{what} — {row.note}" if row.note else what,
@@ -90,8 +92,8 @@ def status_text(snap: TuneSnapshot, palette: Palette) -> Text:
         text.append(f"{best.proofs_per_hour:.1f} proofs/hour", style="bold")
         if best.speedup is not None:
             text.append(f" ({best.speedup:.2f}× the starting config)")
-        margin = "-" if best.margin is None else f"{best.margin:.2f}"
-        text.append(f", margin {margin}, at benchmark concurrency {best.concurrency}; ")
+        share = "-" if best.peak_share is None else f"{best.peak_share:.0%}"
+        text.append(f", peak RSS {share} of the limit, at benchmark concurrency {best.concurrency}; ")
         if best.check_errors:
             text.append("fails config check: " + "; ".join(best.check_errors), style=alarm)
         elif not best.changes:
