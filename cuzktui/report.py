@@ -15,11 +15,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from . import events as ev
 from .model import SessionModel
-from .timeline import Job, Timeline, lost_reason
+from .timeline import Job, Timeline, lost_reason, run_number
 
 __all__ = ["build_report", "render_text"]
 
@@ -103,7 +104,7 @@ def _status(job: Job) -> str:
 def _job_entry(job: Job, model: SessionModel, exits: dict[int, ev.DaemonExited], scale: float) -> dict[str, Any]:
     return {
         "job_id": job.job_id,
-        "daemon_run": job.segment,
+        "daemon_run": run_number(job.segment),
         "kind": job.kind,
         "status": _status(job),
         "reason": _reason(job, model, exits),
@@ -176,8 +177,15 @@ def build_report(model: SessionModel, source: str, time_scale: float | None = No
         "daemon_runs": len(timeline.segments),
         "restarts": max(0, len(timeline.segments) - 1),
         "exits": [
-            {"t": e.t, "cause": e.cause, "returncode": e.returncode, "signal": e.signal, "evidence": list(e.evidence)}
-            for _, e in model.exits
+            {
+                "t": e.t,
+                "daemon_run": None if segment is None else run_number(segment),
+                "cause": e.cause,
+                "returncode": e.returncode,
+                "signal": e.signal,
+                "evidence": list(e.evidence),
+            }
+            for segment, e in model.exits
         ],
         # The session's last launch or attach that failed, unless a later one served (model.DaemonState).
         "start_failed": None if start_error is None else {"t": start_error.t, "text": start_error.text},
@@ -192,6 +200,11 @@ def build_report(model: SessionModel, source: str, time_scale: float | None = No
 
 def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}s"
+
+
+def _utc(t: float) -> str:
+    """A recorded wall time as the daemon's log stamps it (UTC), to the second."""
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def render_text(report: dict[str, Any]) -> str:
@@ -216,8 +229,14 @@ def render_text(report: dict[str, Any]) -> str:
     if report["job_source"] == "status":
         lines.append(STATUS_JOBS)
     for exit_event in report["exits"]:
+        # Each names its run and its time: a session of benchmarks stops a daemon after each one, and
+        # the same cause and evidence line after line said nothing of which.
+        run = exit_event["daemon_run"]
         evidence = "; ".join(exit_event["evidence"])
-        lines.append(f"daemon exit: {exit_event['cause']}" + (f" ({evidence})" if evidence else ""))
+        lines.append(
+            f"daemon {'' if run is None else f'run {run} '}exited {_utc(exit_event['t'])}: {exit_event['cause']}"
+            + (f" ({evidence})" if evidence else "")
+        )
     if report["start_failed"] is not None:
         lines.append(f"daemon not started: {report['start_failed']['text']}")
     lines.append("")
@@ -240,9 +259,16 @@ def render_text(report: dict[str, Any]) -> str:
         )
     lines.append("")
     lines.append("jobs:")
-    for job in report["jobs"]:
+    # A benchmark's request ids repeat in the next one (porep-1000-1 each time): with more than one
+    # daemon run, its jobs are listed under the run they were proved in.
+    by_run = len({job["daemon_run"] for job in report["jobs"]}) > 1
+    run = None
+    for job in sorted(report["jobs"], key=lambda job: job["daemon_run"]) if by_run else report["jobs"]:
+        if by_run and job["daemon_run"] != run:
+            run = job["daemon_run"]
+            lines.append(f"  daemon run {run}:")
         reason = f"  {job['reason']}" if job["reason"] else ""
-        lines.append(f"  {job['status']:<11}{job['job_id']}{reason}")
+        lines.append(f"{'    ' if by_run else '  '}{job['status']:<11}{job['job_id']}{reason}")
     if report["warnings"]:
         lines.append("")
         lines.append("warnings in the log:")

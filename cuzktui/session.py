@@ -30,7 +30,7 @@ import os
 import platform
 import time
 import typing
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -901,12 +901,23 @@ class SessionInfo:
     label: str
     created: float
     mode: str
-    proofs_completed: int
+    proofs_completed: int  # the benchmark proofs it recorded, by outcome (bench.py ProofFinished)
     size_bytes: int
+    proofs_failed: int = 0  # answered FAILED, or the call failed
+    proofs_lost: int = 0  # never answered: lost with their daemon
+
+    @property
+    def proofs_text(self) -> str:
+        """Its benchmark proofs by outcome ("12 ok", "10 ok, 2 failed, 1 lost"): a run whose every proof
+        failed is not a session with nothing in it."""
+        counts = (("ok", self.proofs_completed), ("failed", self.proofs_failed), ("lost", self.proofs_lost))
+        shown = [f"{n} {outcome}" for outcome, n in counts if n or outcome == "ok"]
+        return ", ".join(shown)
 
 
-def _completed_proofs(events_path: Path) -> int:
-    count = 0
+def _proof_outcomes(events_path: Path) -> Counter[str]:
+    """How many benchmark proofs ended with each status (COMPLETED, FAILED, LOST)."""
+    count: Counter[str] = Counter()
     with contextlib.suppress(FileNotFoundError), events_path.open("rb") as f:
         for raw in f:
             # Cheap prefilter: only ProofFinished lines need decoding.
@@ -916,8 +927,8 @@ def _completed_proofs(events_path: Path) -> int:
                 record = json.loads(raw)
             except ValueError:
                 continue  # a damaged line (see _EventsReader): the count goes on past it
-            if isinstance(record, dict) and record.get("status") == "COMPLETED":
-                count += 1
+            if isinstance(record, dict) and isinstance(record.get("status"), str):
+                count[record["status"]] += 1
     return count
 
 
@@ -957,13 +968,17 @@ def read_session_info(path: Path) -> SessionInfo | None:
     created = meta.get("created")
     if not isinstance(created, int | float):
         created = path.stat().st_mtime
+    outcomes = _proof_outcomes(path / EVENTS_FILE)
+    completed, lost = outcomes.pop("COMPLETED", 0), outcomes.pop("LOST", 0)
     return SessionInfo(
         path=path,
         label=str(meta.get("label", path.name)),
         created=float(created),
         mode=str(meta.get("mode", "unknown")),
-        proofs_completed=_completed_proofs(path / EVENTS_FILE),
+        proofs_completed=completed,
         size_bytes=_tree_size(path),
+        proofs_failed=sum(outcomes.values()),  # FAILED (any other status is not a success either)
+        proofs_lost=lost,
     )
 
 

@@ -467,6 +467,47 @@ def test_export_report_and_replay_agree_on_an_oom_killed_session(tmp_path: Path)
     assert any(n.startswith("job porep-done") and n.endswith("completed") for n in names)
 
 
+def test_each_daemon_exit_and_each_runs_jobs_say_which_run_they_were(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two benchmarks, each on a daemon of its own (the Bench screen's hand-over) and each with a
+    porep-1000-1: the report says which run each exit and each job belongs to, and when it exited."""
+    session = SessionWriter(tmp_path / "session")
+
+    def run_from(second: float) -> list[str]:
+        return [
+            human(second, "cuzk-daemon starting", target="cuzk_daemon"),
+            human(second + 0.5, "memory budget initialized", total_budget_gib=400),
+            human(second + 1.0, "starting cuzk engine", pipeline_enabled="true"),
+            *partitioned_job("porep-1000-1", 0),
+            assembled(second + 3.5, "porep-1000-1"),
+        ]
+
+    write_log(session.path, [*run_from(0.0), *run_from(10.0)])
+    seven = 1777618800.0  # 07:00:00 of the log's day
+    stopped = ("killed by SIGTERM (exit status 143 in a shell)", "SIGTERM was sent by the supervisor")
+    for launched, exited in ((seven - 1, seven + 5), (seven + 9, seven + 20)):
+        session.append_event(ev.DaemonLaunched(launched, "real", 4242, ("cuzk-daemon",), None, "127.0.0.1:9820", None))
+        session.append_event(ev.DaemonExited(exited, 4242, -15, 15, "stopped", stopped))
+    session.close()
+    assert main(["report", str(session.path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    evidence = "; ".join(stopped)
+    assert f"daemon run 1 exited 2026-05-01 07:00:05 UTC: stopped ({evidence})" in out
+    assert f"daemon run 2 exited 2026-05-01 07:00:20 UTC: stopped ({evidence})" in out
+    jobs = out[out.index("jobs:") + 1 :]
+    assert jobs[:4] == [
+        "  daemon run 1:",
+        "    completed  porep-1000-1",
+        "  daemon run 2:",
+        "    completed  porep-1000-1",
+    ]
+    assert main(["report", str(session.path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [(e["daemon_run"], e["t"]) for e in data["exits"]] == [(1, seven + 5), (2, seven + 20)]
+    assert [j["daemon_run"] for j in data["jobs"]] == [1, 2], "numbered as the waterfall and the export number runs"
+
+
 def test_a_session_whose_daemon_never_started_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     session = SessionWriter(tmp_path / "session")
     why = "the daemon binary /opt/cuzk/bin/cuzk-daemon does not exist: nothing was launched"
@@ -496,7 +537,7 @@ def test_report_json_has_the_documented_keys(tmp_path: Path, capsys: pytest.Capt
     assert data["jobs"] == [
         {
             "job_id": "porep-1",
-            "daemon_run": 0,
+            "daemon_run": 1,
             "kind": None,
             "status": "completed",
             "reason": "",

@@ -201,24 +201,29 @@ def test_a_truncated_last_line_is_damage_at_the_end_of_a_replay_but_pending_when
     assert isinstance(replayed[1], ev.Notice) and "line 2 is damaged" in replayed[1].text
 
 
-def test_sessions_are_listed_with_their_completed_proofs(tmp_path: Path) -> None:
+def test_sessions_are_listed_with_their_proofs_by_outcome(tmp_path: Path) -> None:
     root = tmp_path / "sessions"
     older = SessionWriter.create("one", root=root, mode="engine")
     newer = SessionWriter.create("two", root=root, mode="real")
+    failing = SessionWriter.create("three", root=root, mode="engine")
     older.write_meta({"created": T0})
     newer.write_meta({"created": T0 + 60})
-    for status in ("COMPLETED", "COMPLETED", "FAILED"):
+    failing.write_meta({"created": T0 + 120})
+    for status in ("COMPLETED", "COMPLETED", "FAILED", "LOST"):
         newer.append_event(ev.ProofFinished(T0, "b", "j", "porep", status))
+    for _ in range(3):  # a benchmark whose every proof failed is not an empty session
+        failing.append_event(ev.ProofFinished(T0, "b", "j", "porep", "FAILED"))
     (root / "not-a-session").mkdir()
     infos = list_sessions(root)
-    assert [(i.path, i.mode, i.proofs_completed) for i in infos] == [
-        (older.path, "engine", 0),
-        (newer.path, "real", 2),
+    assert [(i.path, i.mode, i.proofs_text) for i in infos] == [
+        (older.path, "engine", "0 ok"),
+        (newer.path, "real", "2 ok, 1 failed, 1 lost"),
+        (failing.path, "engine", "0 ok, 3 failed"),
     ]
     assert infos[1].size_bytes >= newer.events_path.stat().st_size
     table = format_sessions(infos).splitlines()
     assert table[0].split() == ["CREATED", "MODE", "PROOFS", "SIZE", "SESSION"]
-    assert table[2].endswith(str(newer.path)) and " real " in table[2]
+    assert table[2].endswith(str(newer.path)) and " real " in table[2] and " 2 ok, 1 failed, 1 lost " in table[2]
 
 
 def _waterfall(timeline: Timeline) -> list[tuple[object, ...]]:

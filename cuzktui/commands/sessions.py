@@ -15,7 +15,7 @@ def format_sessions(infos: list[SessionInfo]) -> str:
         (
             time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info.created)),
             info.mode,
-            str(info.proofs_completed),
+            info.proofs_text,
             format_size(info.size_bytes),
             str(info.path),
         )

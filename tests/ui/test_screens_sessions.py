@@ -81,7 +81,7 @@ async def test_lists_sessions_newest_first_and_opens_one(tmp_path: Path) -> None
         table = app.screen.query_one(DataTable)
         labels = [str(table.get_row_at(i)[1]) for i in range(table.row_count)]
         assert labels == ["tiers-150g", "tiers-200g"]
-        assert str(table.get_row_at(1)[4]) == "2"  # proofs completed
+        assert str(table.get_row_at(1)[4]) == "2 ok, 1 lost"  # its proofs by outcome
         await pilot.press("down", "enter")
         assert app.opened == [root / "tiers-200g"]
 

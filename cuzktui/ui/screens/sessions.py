@@ -145,9 +145,7 @@ class SessionsScreen(Screen[None]):
         for s in self.sessions:
             mark = Text(f"{self.marked.index(s.path) + 1}", style="bold reverse") if s.path in self.marked else ""
             created = datetime.fromtimestamp(s.created, UTC).strftime("%Y-%m-%d %H:%M")
-            table.add_row(
-                mark, s.label, created, s.mode, str(s.proofs_completed), format_size(s.size_bytes), s.path.name
-            )
+            table.add_row(mark, s.label, created, s.mode, s.proofs_text, format_size(s.size_bytes), s.path.name)
         if self.sessions:
             table.move_cursor(row=min(row, len(self.sessions) - 1))
 

@@ -18,6 +18,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from ...controller import Controller
+from ...timeline import run_number
 from ...waterfall_layout import Row
 from ..theme import Palette
 from ..widgets.header import KeysFooter, screen_header
@@ -96,7 +97,9 @@ class WaterfallScreen(Screen[None]):
             ending = model.run_ending(row.partition.job.segment)
             worker = row.partition.worker
             gpu = model.timeline.worker_gpu(worker) if worker is not None else None
-            detail.show(partition_detail(row.partition, span[0], ending, gpu))
+            segment = row.partition.job.segment
+            run = run_number(segment) if len(model.timeline.segments) > 1 else None
+            detail.show(partition_detail(row.partition, span[0], ending, gpu, run))
         elif row.worker is not None:
             detail.show(lane_detail(model, row.worker, window))
         elif row.job is not None:

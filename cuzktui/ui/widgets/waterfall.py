@@ -607,11 +607,17 @@ def job_detail(job: Job, ending: str = "incomplete (daemon run ended)") -> Conte
 
 
 def partition_detail(
-    p: Partition, origin: float, ending: str = "incomplete (daemon run ended)", gpu: int | None = None
+    p: Partition,
+    origin: float,
+    ending: str = "incomplete (daemon run ended)",
+    gpu: int | None = None,
+    run: int | None = None,
 ) -> Content:
     """Timings of one partition: its job's outcome (the daemon's failure text), phase boundaries, durations,
     GPU_TIMING / FIN / CUZK_TIMING; ``ending`` says how its daemon run took it when it is incomplete
-    (SessionModel.run_ending), ``gpu`` the ordinal of its worker's GPU when known (Timeline.worker_gpu)."""
+    (SessionModel.run_ending), ``gpu`` the ordinal of its worker's GPU when known (Timeline.worker_gpu),
+    ``run`` its daemon run's number where the session has several (a benchmark's request ids repeat in the
+    next one's run)."""
     job = p.job
 
     def at(t: float | None) -> str:
@@ -620,6 +626,7 @@ def partition_detail(
     secs = _secs
     parts: list[str | tuple[str, str]] = [
         (f"{job.job_id}", "bold"),
+        f" of daemon run {run}" if run is not None else "",
         f"  partition {p.index}",
         f"  worker {p.worker}" if p.worker is not None else "",
         f" on GPU{gpu}" if p.worker is not None and gpu is not None else "",
