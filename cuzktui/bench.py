@@ -161,6 +161,22 @@ class BenchSummary:
 # --------------------------------------------------------------------------------------------
 
 
+def input_name(kind: str) -> str:
+    """What ``--input`` holds for a proof kind, in words."""
+    return "a C1 output JSON" if kind == "porep" else "a vanilla proof file"
+
+
+def input_file_problem(path: Path, kind: str) -> str | None:
+    """Why ``path`` cannot be the kind's input file, said before anything starts; None: it is a file."""
+    if path.is_dir():
+        return f"{path} is a directory: give {input_name(kind)} file (its path, not its directory's)"
+    if not path.exists():
+        return f"{path}: no such file"
+    if not path.is_file():
+        return f"{path} is not a regular file: give {input_name(kind)} file"
+    return None
+
+
 def read_vanilla_file(path: Path) -> list[bytes]:
     """A vanilla-proof file as cuzk-bench reads it: a JSON array of base64 strings, else one proof."""
     data = path.read_bytes()
@@ -376,21 +392,29 @@ def build_requests(
 
 
 def checked_requests(
-    kind: str, count: int, *, real_daemon: bool, input_path: Path | None, params: pi.RequestParams, bench_id: str
+    kind: str,
+    count: int,
+    *,
+    real_daemon: bool,
+    input_path: Path | None,
+    params: pi.RequestParams,
+    bench_id: str,
+    flag: str = "--input",
 ) -> list[pb.SubmitProofRequest]:
     """A benchmark's requests, built before anything runs, so that inputs the daemon cannot be given are
     bad usage (BenchUsageError: exit status 2), never a run that fails: the input a real daemon needs, a
     file that is the kind's input, the values beside it (SnapDeals commitments, the PoSt randomness).
-    ``cuzk-tui bench`` builds its requests here, and ``cuzk-tui tune`` checks its trials' inputs here."""
+    ``cuzk-tui bench`` builds its requests here, and ``cuzk-tui tune`` checks its trials' inputs here.
+    ``flag`` is the name the input was given under (``--c1``, ``--vanilla``), so an error says it as typed."""
     if real_daemon and input_path is None:
-        which = "a C1 output JSON" if kind == "porep" else "a vanilla proof file"
-        raise BenchUsageError(f"--input is required with the real daemon ({which} for {kind})")
-    if input_path is not None and not input_path.is_file():
-        raise BenchUsageError(f"--input {input_path}: no such file")
+        raise BenchUsageError(f"--input is required with the real daemon ({input_name(kind)} for {kind})")
+    problem = input_file_problem(input_path, kind) if input_path is not None else None
+    if problem is not None:
+        raise BenchUsageError(f"{flag} {problem}")
     try:
         return build_requests(kind, count, input_path=input_path, bench_id=bench_id, params=params)
     except OSError as error:
-        raise BenchUsageError(f"--input {input_path}: {error.strerror or error}") from None
+        raise BenchUsageError(f"{flag} {input_path}: {error.strerror or error}") from None
 
 
 def input_warning(requests: Sequence[pb.SubmitProofRequest]) -> str | None:

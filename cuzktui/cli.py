@@ -25,6 +25,26 @@ def cuzk_bench_kind(text: str) -> str:
     return name
 
 
+class _SpelledInput(argparse.Action):
+    """``--input`` under whichever of its names was typed (``--c1``, ``--vanilla``), kept so an error
+    about the file names the option as the user wrote it."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.input_flag = option_string
+
+
+def input_flag(args: argparse.Namespace) -> str:
+    """The name ``--input`` was given under (``--input`` when it was not given at all)."""
+    return getattr(args, "input_flag", None) or "--input"
+
+
 def hex_bytes(text: str) -> bytes:
     try:
         return bytes.fromhex(text)
@@ -63,7 +83,7 @@ REQUEST_INPUT_OPTIONS = (
 def _add_request_inputs(parser: argparse.ArgumentParser) -> None:
     """cuzk-bench batch's request flags (cuzk-bench main.rs Commands::Batch), defaults from the input."""
     parser.add_argument(
-        "--input", "--c1", "--vanilla", metavar="FILE",
+        "--input", "--c1", "--vanilla", action=_SpelledInput, metavar="FILE",
         help="C1 output JSON (porep: Curio's wrapper or a bare SealCommitPhase1Output object; only that shape is "
         "checked before sending, the daemon parses the rest) or vanilla proof file (needed by a real daemon)",
     )  # fmt: skip

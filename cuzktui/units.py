@@ -50,27 +50,26 @@ def _rust_u64(number: str) -> int | None:
     return value if value <= U64_MAX else None
 
 
-def parse_size(text: str) -> int:
+def parse_size(text: str, *, knob: bool = True) -> int:
     """Bytes for a size string (``"14GiB"``, ``"512 MiB"``, ``"5GB"``, ``"1073741824"``).
 
     Only a non-negative integer (a leading ``+`` allowed, as Rust's u64 parser allows it) may stand
     before the suffix, and the suffixes are case-sensitive, exactly as the daemon reads them;
-    anything else raises UnitError.
+    anything else raises UnitError, saying what the daemon would read a config ``knob`` as (not for
+    the tool's own flags, ``--memory-limit``, which no daemon reads).
     """
     number, suffix, multiplier = _split_size(text)
     value = _rust_u64(number)
     if value is not None:
         return value * multiplier
     units = ", ".join(s for s, _ in SIZE_SUFFIXES)
+    daemon = f"; the daemon would read it as {format_size(daemon_size(text))}" if knob else ""
     if suffix is None:
         raise UnitError(
             f"{text!r} is not a size: use a whole number of bytes or a whole number followed by one of {units} "
-            f"(case-sensitive); the daemon would read it as {format_size(daemon_size(text))}"
+            f"(case-sensitive, e.g. 64GiB){daemon}"
         )
-    raise UnitError(
-        f"{text!r}: only a whole number may stand before {suffix!r}; "
-        f"the daemon would read it as {format_size(daemon_size(text))}"
-    )
+    raise UnitError(f"{text!r}: only a whole number may stand before {suffix!r}{daemon}")
 
 
 def daemon_size(text: str) -> int:

@@ -60,6 +60,26 @@ def test_bad_usage_exits_2_and_creates_no_session(
     assert not session.exists()
 
 
+@pytest.mark.parametrize("command", ["bench", "tune"])
+def test_an_input_or_a_memory_limit_that_cannot_be_is_said_as_typed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    session = tmp_path / "session"
+    # Where each would record: neither may come to exist.
+    own = ["--headless", "--session", str(session)] if command == "bench" else ["--resume", str(session)]
+    for args, expected in (
+        # A directory is not "no such file"; the option is named as it was typed.
+        (["--c1", str(tmp_path)], f"--c1 {tmp_path} is a directory: give a C1 output JSON file"),
+        (["--kind", "snap", "--vanilla", str(tmp_path / "absent")], f"--vanilla {tmp_path / 'absent'}: no such file"),
+        # The tool's own flag: no daemon reads it, so nothing of how one would.
+        (["--memory-limit", "lots"], "--memory-limit: 'lots' is not a size: use a whole number of bytes or a"),
+    ):
+        code = main([command, *own, "--engine", *args])
+        err = capsys.readouterr().err
+        assert code == 2 and f"cuzk-tui {command}: {expected}" in err, err
+        assert "daemon would read" not in err and not session.exists()
+
+
 @pytest.mark.parametrize(("kind", "content"), [("porep", b"not json at all"), ("porep", b"[1, 2]")])
 def test_an_input_that_is_not_the_kinds_input_is_one_line_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, content: bytes

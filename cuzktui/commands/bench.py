@@ -32,6 +32,7 @@ from ..bench import (
     payload_allowance,
     set_config_value,
 )
+from ..cli import input_flag
 from ..config import ConfigError, build_config, load_config_or_default, save_atomic
 from ..controller import BenchRequest
 from ..daemon_config import read_config
@@ -92,7 +93,7 @@ def request_params(args: argparse.Namespace) -> RequestParams:
     size = 0
     if args.synthetic_size:
         try:
-            size = parse_size(args.synthetic_size)
+            size = parse_size(args.synthetic_size, knob=False)
         except UnitError as error:
             raise BenchUsageError(f"--synthetic-size: {error}") from None
     if args.randomness is not None and len(args.randomness) != 32:
@@ -118,7 +119,7 @@ def _plan(args: argparse.Namespace) -> _Plan:
     memory_limit = None
     if args.memory_limit:
         try:
-            memory_limit = parse_size(args.memory_limit)
+            memory_limit = parse_size(args.memory_limit, knob=False)
         except UnitError as error:
             raise BenchUsageError(f"--memory-limit: {error}") from None
         if memory_limit <= 0:
@@ -147,6 +148,7 @@ def _plan(args: argparse.Namespace) -> _Plan:
     requests = checked_requests(
         options.kind, options.count, real_daemon=program.mode == "real",
         input_path=Path(args.input) if args.input else None, params=options.params, bench_id=bench_id,
+        flag=input_flag(args),
     )  # fmt: skip
     return _Plan(program, options, config_text, memory_limit, bench_id, requests)
 

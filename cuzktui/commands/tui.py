@@ -37,7 +37,7 @@ def memory_limit_of(args: argparse.Namespace) -> int | None:
     if not getattr(args, "memory_limit", None):
         return None
     try:
-        return parse_size(args.memory_limit)
+        return parse_size(args.memory_limit, knob=False)
     except UnitError as error:
         raise UsageError(f"--memory-limit: {error}") from error
 

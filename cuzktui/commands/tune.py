@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..bench import BenchUsageError, checked_requests, input_warning
-from ..cli import REQUEST_INPUT_OPTIONS, build_parser
+from ..cli import REQUEST_INPUT_OPTIONS, build_parser, input_flag
 from ..config import ConfigDocument, ConfigError, build_config, load_config_or_default, save_atomic
 from ..daemon_config import read_config
 from ..live import profile_memory_limit, with_profile
@@ -101,10 +101,12 @@ def _tune(args: argparse.Namespace) -> int:
     # Every trial's benchmark proves these requests: inputs it could never be given end the search
     # before it starts, as they would end bench (the same checks, the same files beside --input).
     params = request_params(args)
-    input_path = Path(args.input).resolve() if args.input else None
+    typed = Path(args.input) if args.input else None
     checked = checked_requests(
-        args.kind, 1, real_daemon=not engine, input_path=input_path, params=params, bench_id="tune-check"
-    )
+        args.kind, 1, real_daemon=not engine, input_path=typed, params=params, bench_id="tune-check",
+        flag=input_flag(args),
+    )  # fmt: skip
+    input_path = typed.resolve() if typed is not None else None  # the trials run in their own directories
     warning = input_warning(checked)
     if warning is not None:
         _progress(f"warning: {warning}")
@@ -121,7 +123,7 @@ def _tune(args: argparse.Namespace) -> int:
     limit: int | None = None
     if args.memory_limit:
         try:
-            limit = parse_size(args.memory_limit)
+            limit = parse_size(args.memory_limit, knob=False)
         except UnitError as error:
             raise TuneUsageError(f"--memory-limit: {error}") from None
     elif args.profile is not None:
