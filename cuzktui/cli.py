@@ -62,6 +62,12 @@ BENCH_EXIT_CODES = (
 )
 
 
+FLEET_EXIT_CODES = (
+    "exit status: 0 done; 1 Prometheus could not be asked for its targets, or with --json a box did not "
+    "answer (its state is unreachable); 2 bad usage (an option, or a hosts file that cannot be read)."
+)
+
+
 def _add_daemon_choice(parser: argparse.ArgumentParser) -> None:
     which = parser.add_mutually_exclusive_group()
     which.add_argument(
@@ -181,7 +187,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_metrics(record)
 
-    fleet = sub.add_parser("fleet", help="many boxes in one table (from Prometheus or the boxes' --metrics endpoints)")
+    fleet = sub.add_parser(
+        "fleet",
+        help="many boxes in one table (from Prometheus or the boxes' --metrics endpoints)",
+        epilog=FLEET_EXIT_CODES,
+    )
     fleet.add_argument("--prometheus", metavar="URL", help="a Prometheus server that scrapes the boxes' recorders")
     fleet.add_argument("--job", default="cuzk", help="the recorders' job name in Prometheus (default cuzk)")
     fleet.add_argument(

@@ -102,9 +102,17 @@ def load_hosts(path: Path) -> list[Box]:
     """``[[box]]`` tables: ``name``, ``metrics`` (URL of ``cuzk-tui record --metrics``) or ``instance``
     (the Prometheus label), ``price_per_hour`` and ``attach`` (a command line or an argument list)."""
     try:
-        document = tomllib.loads(path.read_text("utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        raise FleetError(f"{path}: {error}") from error
+        text = path.read_text("utf-8")
+    except FileNotFoundError:
+        raise FleetError(f"{path}: no such file") from None
+    except OSError as error:  # a directory, no permission: said as config files say it (config.load_config)
+        raise FleetError(f"{path}: cannot read: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise FleetError(f"{path}: not UTF-8 text (byte {error.start})") from None
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise FleetError(f"{path}: not TOML: {error}") from None
     entries = document.get("box")
     if not isinstance(entries, list) or not entries:
         raise FleetError(f"{path}: no [[box]] tables")
@@ -212,7 +220,8 @@ class FleetMonitor:
             previous = next((v for v in self.views if v.box.name == box.name), None)
             per_hour = previous.proofs_per_hour if previous is not None else None
             if last is None:
-                views.append(BoxView(box, "not seen yet", None, None, result, None))
+                # Asked and did not answer: unreachable, never reached ("not seen yet" is before the first poll).
+                views.append(BoxView(box, "unreachable", None, None, result, None))
             else:
                 views.append(BoxView(box, "unreachable", last, per_hour, result, now - last.t))
         self.views = views

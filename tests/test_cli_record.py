@@ -36,9 +36,24 @@ def test_fleet_json_of_a_box_that_does_not_answer(tmp_path: Path, capsys: pytest
 
     hosts = tmp_path / "hosts.toml"
     hosts.write_text(f'[[box]]\nname = "gone"\nmetrics = "127.0.0.1:{free_loopback_port()}"\n')
-    assert main(["fleet", "--hosts", str(hosts), "--json", "--timeout", "2"]) == 0
+    # Asked once and no answer: unreachable (not "not seen yet"), and the exit status says a box failed.
+    assert main(["fleet", "--hosts", str(hosts), "--json", "--timeout", "2"]) == 1
     out = capsys.readouterr().out
-    assert '"state": "not seen yet"' in out and "refused" in out.lower()
+    assert '"state": "unreachable"' in out and "refused" in out.lower()
+
+
+@pytest.mark.parametrize(
+    ("hosts", "message"),
+    [("absent.toml", "absent.toml: no such file"), (".", ": cannot read: Is a directory"), ("bad.toml", "not TOML")],
+)
+def test_a_hosts_file_that_cannot_be_read_is_one_clear_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], hosts: str, message: str
+) -> None:
+    (tmp_path / "bad.toml").write_text("[[box]\n")
+    assert main(["fleet", "--hosts", str(tmp_path / hosts)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cuzk-tui fleet: ") and message in err and err.count("\n") == 1, err
+    assert "Errno" not in err
 
 
 def test_metrics_reach_the_live_options_of_attach_and_record(tmp_path: Path) -> None:

@@ -95,12 +95,14 @@ def test_an_unreachable_box_keeps_its_last_figures_marked_stale_and_the_others_s
     assert monitor.open_command(a) == "a: no attach command in the hosts file"
 
 
-def test_a_box_never_reached_is_not_seen_yet_and_cannot_be_opened() -> None:
+def test_a_box_never_reached_is_unreachable_and_cannot_be_opened() -> None:
     source = ScriptedSource()
     monitor = FleetMonitor([Box("a", attach=("true",))], source, clock=Clock())
+    assert monitor.views[0].state == "not seen yet", "before the first poll"
     (a,) = monitor.poll()
-    assert a.state == "not seen yet" and a.reading is None and a.error == "no answer"
-    assert monitor.open_command(a) == "a is not seen yet: its dashboard cannot be opened now"
+    assert a.state == "unreachable" and a.reading is None and a.stale_s is None and a.error == "no answer"
+    assert row_cells(a)[1] == "unreachable"
+    assert monitor.open_command(a) == "a is unreachable: its dashboard cannot be opened now"
 
 
 def test_the_rate_starts_again_when_the_recorder_restarts_and_the_window_slides() -> None:

@@ -1,6 +1,7 @@
 """``cuzk-tui fleet``: many boxes in one table, from Prometheus or from the boxes' own endpoints.
 
-Exit status: 0 done, 1 Prometheus could not be asked for its targets, 2 bad usage.
+Exit status: 0 done, 1 Prometheus could not be asked for its targets (or, with ``--json``, a box did
+not answer), 2 bad usage (cuzktui/cli.py FLEET_EXIT_CODES).
 """
 
 from __future__ import annotations
@@ -43,9 +44,10 @@ def run_fleet(args: argparse.Namespace) -> int:
         print(f"cuzk-tui fleet: could not list the targets: {error}", file=sys.stderr)
         return 1
     if args.json:
-        rows = [view_record(v) for v in monitor.poll()]
-        print(json.dumps(rows, indent=2))
-        return 0
+        views = monitor.poll()
+        print(json.dumps([view_record(v) for v in views], indent=2))
+        # One poll for a script: a box that did not answer is a failure it must see.
+        return 1 if any(v.state == "unreachable" for v in views) else 0
     from ..ui.fleet_app import FleetApp
 
     FleetApp(monitor, poll_interval=args.interval, source_label=label).run()

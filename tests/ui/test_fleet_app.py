@@ -106,4 +106,4 @@ async def test_sort_keys_reorder_and_enter_on_an_unreachable_box_says_why() -> N
         await pilot.press("r")
         assert order() == ["b", "a", "c"]  # 75 % before 25 %, the unknown last
         await pilot.press("down", "down", "enter")
-        assert [n.message for n in app._notifications] == ["c is not seen yet: its dashboard cannot be opened now"]
+        assert [n.message for n in app._notifications] == ["c is unreachable: its dashboard cannot be opened now"]
