@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 from rich.text import Text
 from textual import work
 from textual.app import App, SuspendNotSupported, SystemCommand
-from textual.binding import Binding, BindingType
+from textual.binding import ActiveBinding, Binding, BindingType
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.screen import Screen
 from textual.timer import Timer
@@ -62,22 +62,34 @@ CATCH_UP_DELAY_S = 0.001
 REPLAY_SPEEDS = (0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
 
 
-class ActionsProvider(Provider):
-    """Every action bound on the screen the palette was opened from (so palette == footer)."""
+def listed_keys(screen: Screen[Any]) -> list[tuple[str, ActiveBinding]]:
+    """Each action ``screen`` answers to now, once, under the key the footer shows for it (the footer's
+    bindings first: ``q`` rather than ``ctrl+q``), drawn as the footer draws it (``^s``): the palette
+    and the help list the keys the footer does."""
+    seen: set[str] = set()
+    listed: list[tuple[str, ActiveBinding]] = []
+    for _key, active in sorted(screen.active_bindings.items(), key=lambda item: not item[1].binding.show):
+        binding = active.binding
+        if not binding.description or binding.action in seen or not active.enabled:
+            continue
+        seen.add(binding.action)
+        listed.append((screen.app.get_key_display(binding), active))
+    return listed
 
-    def _actions(self) -> list[tuple[str, str, Callable[[], object]]]:
-        seen: set[str] = set()
-        actions: list[tuple[str, str, Callable[[], object]]] = []
-        # Footer bindings first, so an action bound twice is listed under the key the footer shows.
-        bindings = sorted(self.screen.active_bindings.items(), key=lambda item: not item[1].binding.show)
-        for key, active in bindings:
+
+class ActionsProvider(Provider):
+    """Every action bound on the screen the palette was opened from (so palette == footer), each once:
+    its name and key, with a help line only where the binding says more than its name."""
+
+    def _actions(self) -> list[tuple[str, str | None, Callable[[], object]]]:
+        actions: list[tuple[str, str | None, Callable[[], object]]] = []
+        for key, active in listed_keys(self.screen):
             binding = active.binding
-            if not binding.description or binding.system or binding.action in seen or not active.enabled:
+            if binding.system or binding.action == "command_palette":  # not the palette itself, from the palette
                 continue
-            seen.add(binding.action)
             run = partial(self.app.call_later, self.app.run_action, binding.action, active.node)
-            label = f"{binding.description} ({binding.key_display or key})"
-            actions.append((label, binding.tooltip or binding.description, run))
+            more = binding.tooltip if binding.tooltip and binding.tooltip != binding.description else None
+            actions.append((f"{binding.description} ({key})", more, run))
         return actions
 
     async def discover(self) -> Hits:
@@ -133,8 +145,9 @@ class CuzkApp(App[None]):
     # -- setup ---------------------------------------------------------------------------------
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        # Textual's own "Quit" would list quitting twice and skip the question of what keeps running.
-        return (command for command in super().get_system_commands(screen) if command.title != "Quit")
+        # Textual's own "Quit" would list quitting twice and skip the question of what keeps running; its
+        # "Keys" panel would list the keys a second time beside our Help (?), which says what the screen shows.
+        return (command for command in super().get_system_commands(screen) if command.title not in ("Quit", "Keys"))
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return variable_defaults(self.current_theme)
@@ -298,12 +311,8 @@ class CuzkApp(App[None]):
         # Docstrings are wrapped for the source: re-flow each paragraph to the dialog's width.
         text = Text("\n\n".join(" ".join(paragraph.split()) for paragraph in doc.split("\n\n")))
         text.append("\n\nKeys\n", style="bold")
-        seen: set[str] = set()
-        for key, active in screen.active_bindings.items():
-            binding = active.binding
-            if binding.description and binding.action not in seen and active.enabled:
-                seen.add(binding.action)
-                text.append(f"  {binding.key_display or key:<10} {binding.description}\n")
+        for key, active in listed_keys(screen):
+            text.append(f"  {key:<10} {active.binding.description}\n")
         text.append(
             "\nGlyphs: ✓ completed · ✗ failed · ? incomplete (daemon run ended) · ▶ running; with --ascii or"
             " NO_COLOR the bars are = synthesis, - waiting for GPU, # GPU prove, X failed.\nEscape closes this."

@@ -253,6 +253,11 @@ async def test_the_palette_lists_each_command_once(events: list[Timed]) -> None:
         titles = ours + system
         assert "Quit" in titles and "Theme" in titles
         assert len(titles) == len(set(titles)), titles
+        # Each said once: no help line repeating its name under it ("Dashboard (1)" / "Dashboard"), no
+        # Textual "Keys" panel beside our Help, not the palette's own key from inside the palette.
+        helps = [help_text for _label, help_text, _run in ActionsProvider(app.screen)._actions()]
+        assert helps == [None] * len(helps)
+        assert "Keys" not in system and "Help" in ours and "palette" not in ours
 
 
 async def test_replay_shows_cursor_and_speed_and_plays_from_the_start(events: list[Timed]) -> None:
@@ -735,6 +740,8 @@ async def test_question_mark_opens_the_current_screens_help_and_escape_closes_it
         text = str(app.screen.query_one("#help-text").render())
         assert "where does each partition spend its time" in text
         assert "Zoom in" in text and "X failed" in text
+        # The keys as the footer shows them: quitting is q (its ctrl+q twin is not shown there).
+        assert "  q          Quit\n" in text and "ctrl+q" not in text and "^q" not in text
         await pilot.press("escape")
         await pilot.pause()
         assert app.current_mode == "waterfall" and not isinstance(app.screen, HelpScreen)
