@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -13,6 +15,7 @@ import pytest
 from cuzktui import events as ev
 from cuzktui import session as session_module
 from cuzktui.bench import build_requests
+from cuzktui.commands.progress import ProgressLine
 from cuzktui.commands.sessions import format_sessions
 from cuzktui.proto import proving_pb2 as pb
 from cuzktui.replay import progress_bar
@@ -297,6 +300,36 @@ def test_reading_a_long_log_reports_its_progress_up_to_the_whole_size(
     done = [d for d, _ in calls]
     assert done == sorted(done) and done[0] < size and done[-1] == size
     assert len(calls) >= 3  # not just a start and an end
+
+
+def _terminal_line(written: str) -> str:
+    """What a terminal shows on the line after ``written`` (carriage returns and erase-to-end only)."""
+    cells: list[str] = []
+    cursor = 0
+    for part in re.split(r"(\r|\x1b\[K)", written):
+        if part == "\r":
+            cursor = 0
+        elif part == "\x1b[K":
+            del cells[cursor:]
+        else:
+            cells[cursor : cursor + len(part)] = part
+            cursor += len(part)
+    return "".join(cells)
+
+
+def test_a_progress_line_is_redrawn_in_place_and_leaves_nothing_in_the_shell() -> None:
+    stream = io.StringIO()
+    with ProgressLine("reading ", stream) as progress:
+        progress(1024, 2048)
+        assert _terminal_line(stream.getvalue()).startswith("reading [###############---------------]  50%")
+        progress(2048, 2048)
+        progress(2048, 2048)  # a load reads in passes: the bar may reach its end more than once
+        assert "\n" not in stream.getvalue() and _terminal_line(stream.getvalue()).startswith("reading [####")
+    assert _terminal_line(stream.getvalue()) == "", "after quitting the shell shows no 'reading [####] 100%'"
+    untouched = io.StringIO()
+    with ProgressLine("reading ", untouched):
+        pass  # not a terminal: never drawn, nothing to erase
+    assert untouched.getvalue() == ""
 
 
 def test_the_progress_bar_says_how_far_the_reading_is() -> None:

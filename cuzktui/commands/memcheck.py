@@ -8,8 +8,8 @@ import sys
 from typing import Any
 
 from ..planner import memcheck_for
-from ..replay import progress_bar
 from ..system import memprobe
+from .progress import ProgressLine
 
 
 def run_memcheck(args: argparse.Namespace) -> int:
@@ -33,23 +33,16 @@ def run_memcheck(args: argparse.Namespace) -> int:
     return 0
 
 
-def _show_progress(allocated: int, target: int) -> None:
-    print(f"\rmemprobe: {progress_bar(allocated, target)}", end="", file=sys.stderr, flush=True)
-
-
 def run_memprobe(args: argparse.Namespace) -> int:
     if not args.json:
         print("memprobe: allocating 1 GiB chunks in a child process…", file=sys.stderr, flush=True)
-    # 30-60 s on a large box: how far it is, on a terminal only (a pipe gets the result alone).
-    progress = _show_progress if sys.stderr.isatty() else None
+    # 30-60 s on a large box: how far it is, on a terminal only (a pipe gets the result alone), then erased.
     try:
-        result = memprobe(on_progress=progress)
+        with ProgressLine("memprobe: ") as progress:
+            result = memprobe(on_progress=progress if sys.stderr.isatty() else None)
     except (OSError, ValueError) as exc:
         print(f"memprobe: {exc}", file=sys.stderr)
         return 1
-    finally:
-        if progress is not None:
-            print(file=sys.stderr)
     if args.json:
         print(json.dumps(result.to_json()))
         return 0

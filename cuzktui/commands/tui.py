@@ -13,9 +13,10 @@ from ..controller import BenchRequest, Controller, ControllerError
 from ..daemon_facts import CLI_KINDS
 from ..live import AttachTarget, LiveController, LiveOptions, find_detached_session
 from ..metrics import MetricsAddressError, exposure_warning, parse_metrics_address
-from ..replay import ReplayController, progress_bar
+from ..replay import ReplayController
 from ..supervisor import choose_program
 from ..units import UnitError, parse_size
+from .progress import ProgressLine
 
 
 class UsageError(ValueError):
@@ -130,16 +131,12 @@ def run_attach(args: argparse.Namespace) -> int:
     return _run(LiveController(options), args)
 
 
-def _show_progress(done: int, total: int) -> None:
-    end = "\n" if done >= total else ""
-    print(f"\rreading {progress_bar(done, total)}", end=end, file=sys.stderr, flush=True)
-
-
 def run_replay(args: argparse.Namespace) -> int:
     try:
         controller = ReplayController(Path(args.source), cache=not args.no_cache)
-        # A week of log takes seconds to read: say how far it is (on a terminal only).
-        controller.load(_show_progress if sys.stderr.isatty() else None)
+        # A week of log takes seconds to read: say how far it is (on a terminal only), then erase it.
+        with ProgressLine("reading ") as progress:
+            controller.load(progress if sys.stderr.isatty() else None)
     except ControllerError as error:
         print(f"cuzk-tui replay: {error}", file=sys.stderr)
         return 1
