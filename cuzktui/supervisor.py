@@ -531,6 +531,7 @@ class Supervisor:
                 status_url=self.status_url,
                 cgroup_path=cgroup_path,
                 memory_limit_bytes=self.memory_limit,
+                payload_allowance_bytes=self.payload_allowance if cgroup_path is not None else 0,
                 memory_scale=launched.engine.memory_scale if self.program.mode == "engine" else None,
                 time_scale=launched.engine.time_scale if self.program.mode == "engine" else None,
             )

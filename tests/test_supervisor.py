@@ -263,5 +263,6 @@ async def test_the_payload_allowance_widens_the_cgroup_not_the_modelled_limit(tm
     events = list(iter_session_events(session.path))
     launched = next(e for e in events if isinstance(e, ev.DaemonLaunched))
     assert launched.memory_limit_bytes == GiB  # the box the engine stands for
+    assert launched.payload_allowance_bytes == 64 << 20  # and what the kernel enforces beyond it
     meta = json.loads(session.meta_path.read_text())
     assert meta["cgroup"]["payload_allowance_bytes"] == 64 << 20

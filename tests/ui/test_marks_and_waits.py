@@ -7,10 +7,12 @@ import asyncio
 from pathlib import Path
 
 from cuzktui import events as ev
+from cuzktui.controller import Identity
 from cuzktui.model import SessionModel
 from cuzktui.replay import ReplayController
 from cuzktui.ui.screens.dashboard import memory_spec
 from cuzktui.ui.screens.logs import log_path_of
+from cuzktui.ui.widgets.panels import daemon_content
 from cuzktui.ui.widgets.waterfall import partition_detail
 from tests.ui.fakes import T0, Timed, build_model
 
@@ -60,3 +62,20 @@ def test_an_oom_killed_partition_says_so_in_its_details(events: list[Timed]) -> 
     p = next(p for p in job.partitions.values() if p.incomplete)
     text = partition_detail(p, T0, model.run_ending(job.segment)).plain
     assert "killed with the daemon (OOM)" in text and "incomplete" not in text
+
+
+def test_the_limit_the_header_says_adds_up_to_the_memory_charts() -> None:
+    """--profile 256 and a benchmark: the engine's 1 GiB cgroup at 1/256 holds 28 MiB more for the inputs in
+    flight (7 GiB of the box's units). The header said "limit 256 GiB" and the chart's legend "263 GiB"."""
+    model = SessionModel()
+    gib = 1 << 30
+    launched = ev.DaemonLaunched(
+        T, "engine", 7, ("cuzk-engine",), None, "unix:///s", None, memory_limit_bytes=gib,
+        payload_allowance_bytes=28 << 20, memory_scale=1 / 256,
+    )  # fmt: skip
+    model.apply(launched)
+    model.apply(ev.MemorySample(T + 1, 100 << 20, 90 << 20, gib + (28 << 20)))
+    header = daemon_content(model, Identity("engine", "cuzk-engine", None)).plain
+    assert "limit 256 GiB + 7 GiB for inputs in flight = 263 GiB" in header
+    (limit,) = [line for line in memory_spec(model).lines if line.label == "limit"]
+    assert limit.value == "263 GiB" and {v for _, v in limit.points} == {263.0}, "from the launch on"

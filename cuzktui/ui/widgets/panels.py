@@ -121,7 +121,13 @@ def daemon_content(model: SessionModel, identity: Identity) -> Content:
     if d.budget_total_gib is not None:
         sizes.append(f"budget {d.budget_total_gib} GiB")
     if d.memory_limit_bytes is not None:
-        sizes.append(f"limit {format_size(model.nominal(d.memory_limit_bytes))}")
+        limit = f"limit {format_size(model.nominal(d.memory_limit_bytes))}"
+        if d.payload_allowance_bytes:
+            # The memory chart's limit line is what the kernel enforces: say what makes up the difference.
+            enforced = model.nominal(d.memory_limit_bytes + d.payload_allowance_bytes)
+            extra = format_size(model.nominal(d.payload_allowance_bytes))
+            limit += f" + {extra} for inputs in flight = {format_size(enforced)}"
+        sizes.append(limit)
     counts = [
         f"{n} {what}" for n, what in ((d.synth_worker_count, "synth"), (d.gpu_worker_count, "GPU")) if n is not None
     ]
