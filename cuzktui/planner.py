@@ -139,16 +139,20 @@ def recommend(
     per_gpu = parallel / gpus
     busy = per_gpu >= GPU_BUSY_PARTITIONS
 
-    budget_reason = (
-        f"keeps the measured peak RSS ({format_size(MEASURED_BASE_RSS)} + "
-        f"{format_size(MEASURED_RSS_PER_PARTITION)} per partition = {format_size(peak_rss_estimate(fit))} "
-        f"at {fit} partitions) under {ram} with a {format_size(margin_bytes)} margin: "
-        f"SRS + PCE {format_size(BASE_RESERVATION)} + {fit} × {format_size(PARTITION_BUDGET_UNIT)}"
-    )
-    if fit == 0:
-        budget_reason += (
-            f"; {ram} does not hold SRS + PCE and one partition under the measured model "
-            f"({format_size(peak_rss_estimate(1) + margin_bytes)} needed): expect OOM kills"
+    if fit:
+        budget_reason = (
+            f"keeps the measured peak RSS ({format_size(MEASURED_BASE_RSS)} + "
+            f"{format_size(MEASURED_RSS_PER_PARTITION)} per partition = {format_size(peak_rss_estimate(fit))} "
+            f"at {fit} partitions) under {ram} with a {format_size(margin_bytes)} margin: "
+            f"SRS + PCE {format_size(BASE_RESERVATION)} + {fit} × {format_size(PARTITION_BUDGET_UNIT)}"
+        )
+    else:
+        # No peak is kept under the RAM here: say so, rather than a 69 GiB peak "under" 23.5 GiB.
+        budget_reason = (
+            f"all of {ram} less the {format_size(margin_bytes)} margin, and still too little: SRS + PCE and one "
+            f"partition peak at {format_size(peak_rss_estimate(1))} under the measured model, and below PoRep's "
+            f"budget floor ({format_size(POREP.budget_floor)}) a PoRep waits for memory for ever: expect OOM kills "
+            "or a hang"
         )
     limits = [f"memory allows {fit}", f"{cpus} CPUs allow {cpu_cap} at {CORES_PER_SYNTHESIS} cores each"]
     if tier is not None:

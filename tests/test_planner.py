@@ -88,6 +88,24 @@ def test_every_recommendation_explains_itself_with_figures() -> None:
         assert any(ch.isdigit() for ch in rec.reasoning), rec
 
 
+def test_a_box_too_small_for_porep_is_not_promised_a_peak_under_its_ram() -> None:
+    """A 23.5 GiB host: memcheck said the budget 'keeps the measured peak RSS (… = 69 GiB at 0 partitions) under
+    23.5 GiB'. No peak fits there: the reasoning says so, with the figures the warning uses."""
+    small = int(23.5 * GiB)
+    (budget, *_) = planner.recommend(small, 2, 0)
+    assert budget.key == "total_budget" and budget.value == "18GiB"
+    assert "under 23.5 GiB" not in budget.reasoning and "at 0 partitions" not in budget.reasoning
+    peak = planner.format_size(peak_rss_estimate(1))
+    assert budget.reasoning.startswith("all of 23.5 GiB less the 5 GiB margin, and still too little")
+    assert (
+        f"peak at {peak} under the measured model" in budget.reasoning and "budget floor (58 GiB)" in budget.reasoning
+    )
+    warnings = "\n".join(_report(cgroup=None, host_mem_total_bytes=small).warnings)
+    assert f"peaks at {peak}" in warnings, "the reasoning and the warning give the same peak"
+    roomy = planner.recommend(256 * GiB, 64, 1)[0].reasoning
+    assert "under 256 GiB with a 5 GiB margin" in roomy, "where partitions fit, the peak is kept under the RAM"
+
+
 def _report(**overrides: object) -> planner.MemcheckReport:
     facts: dict[str, object] = {
         "host_mem_total_bytes": 512 * GiB,
