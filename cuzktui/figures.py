@@ -54,6 +54,16 @@ def timeline_now(model: SessionModel) -> float | None:
     return span[1] if span else None
 
 
+def waterfall_edge(model: SessionModel) -> float | None:
+    """Where a live waterfall's window ends: now while a job is in flight, else the timeline's last event.
+    An idle daemon adds nothing to see: a window that grew with the idle time squeezed a finished
+    benchmark's bars to a column or two (zoomed, it moved them out of view)."""
+    span = model.timeline.time_span()
+    if span is not None and not model.timeline.in_flight:
+        return span[1]
+    return timeline_now(model)
+
+
 def session_origin(timeline: Timeline, default: float) -> float:
     """Time 0 of the waterfall's axis labels: the first event of the session."""
     span = timeline.time_span()

@@ -960,6 +960,11 @@ class Timeline:
     def segments(self) -> tuple[Segment, ...]:
         return tuple(self._segments)
 
+    @property
+    def in_flight(self) -> int:
+        """Jobs of the current daemon run not finished yet (queued, proving or assembling)."""
+        return len(self._running)
+
     def time_span(self) -> tuple[float, float] | None:
         """(earliest, latest) axis time seen in the whole session, or None before any."""
         if self._min_time is None or self._max_time is None:

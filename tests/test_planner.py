@@ -11,7 +11,7 @@ from cuzktui import planner
 from cuzktui.daemon_facts import DOCUMENTED_TIERS, ProofKind, peak_rss_estimate
 from cuzktui.samplers import GpuDevice
 from cuzktui.system import CgroupMemory
-from cuzktui.units import GiB, parse_size
+from cuzktui.units import GiB, format_size, parse_size
 
 DATA = Path(__file__).parent / "data" / "cgroup"
 
@@ -95,7 +95,7 @@ def test_a_box_too_small_for_porep_is_not_promised_a_peak_under_its_ram() -> Non
     (budget, *_) = planner.recommend(small, 2, 0)
     assert budget.key == "total_budget" and budget.value == "18GiB"
     assert "under 23.5 GiB" not in budget.reasoning and "at 0 partitions" not in budget.reasoning
-    peak = planner.format_size(peak_rss_estimate(1))
+    peak = format_size(peak_rss_estimate(1))
     assert budget.reasoning.startswith("all of 23.5 GiB less the 5 GiB margin, and still too little")
     assert (
         f"peak at {peak} under the measured model" in budget.reasoning and "budget floor (58 GiB)" in budget.reasoning

@@ -42,7 +42,14 @@ from .screens.memcheck import MemcheckScreen
 from .screens.sessions import SessionsScreen
 from .screens.tune import TuneScreen
 from .screens.waterfall import WaterfallScreen
-from .theme import DEFAULT_THEME, ThemeFileError, bundled_themes, variable_defaults
+from .theme import (
+    DEFAULT_THEME,
+    SIXTEEN_COLOURS,
+    ThemeFileError,
+    bundled_themes,
+    drawn_variables,
+    variable_defaults,
+)
 
 # (mode name, key, footer label, screen class): the order is the order of the number keys.
 SCREENS: tuple[tuple[str, str, str, Callable[[Controller], Screen[Any]]], ...] = (
@@ -152,6 +159,14 @@ class CuzkApp(App[None]):
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return variable_defaults(self.current_theme)
 
+    def get_css_variables(self) -> dict[str, str]:
+        # On a 16-colour terminal our colours are the ANSI ones in the CSS and in markup ("$phase-queue" in
+        # the waterfall's details, the dashboard's "waiting") as in the bars: a hex amber there fell to the
+        # nearest of the 16, the failure's bright red (theme.drawn_variables).
+        variables = super().get_css_variables()
+        self.theme_variables = drawn_variables(variables, self.current_theme.dark, self.console.color_system)
+        return self.theme_variables
+
     async def on_mount(self) -> None:
         try:
             for theme in bundled_themes():
@@ -166,6 +181,10 @@ class CuzkApp(App[None]):
                 severity="error",
             )
             wanted = DEFAULT_THEME if self.get_theme(DEFAULT_THEME) else "textual-dark"
+        if self.console.color_system in SIXTEEN_COLOURS:
+            # Textual turns ANSI colours into its own RGB ones, which the terminal's 16 then fold back:
+            # ANSI yellow came out bright red, the failure's colour. The terminal's own colours instead.
+            self.ansi_color = True
         self.theme = wanted
         if self.ascii_only:
             self.add_class("-ascii")
@@ -315,7 +334,9 @@ class CuzkApp(App[None]):
             text.append(f"  {key:<10} {active.binding.description}\n")
         text.append(
             "\nGlyphs: ✓ completed · ✗ failed · ? incomplete (daemon run ended) · ▶ running; with --ascii or"
-            " NO_COLOR the bars are = synthesis, - waiting for GPU, # GPU prove, X failed.\nEscape closes this."
+            " NO_COLOR the bars are = synthesis, - waiting for GPU, # GPU prove, X failed. On a job's row ┄ (:) is"
+            " its wait in the scheduler and for the memory budget, ─ (.) the proof; in the lanes ▏ (|) starts the"
+            " next proof and · (.) is idle.\nEscape closes this."
         )
         self.push_screen(HelpScreen(text))
 

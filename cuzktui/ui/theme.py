@@ -108,14 +108,19 @@ def variable_defaults(theme: Theme) -> dict[str, str]:
     return dict(_FALLBACKS[(theme.ansi, theme.dark)])
 
 
+# Rich's names for a terminal of 16 colours (TERM=screen, tmux's default; the Windows console).
+SIXTEEN_COLOURS = ("standard", "windows")
+
+
 def drawn_variables(variables: dict[str, str], dark: bool, color_system: str | None) -> dict[str, str]:
     """The variables our drawing reads, for a terminal of ``color_system`` (Rich's name for it).
 
     On a 16-colour terminal (TERM=screen) Rich maps each hex colour to its nearest ANSI one, which
     folds the GPU-queue amber and the failure red into the same bright red: a healthy proof would
-    look partly failed. There the ANSI fallbacks are used instead, chosen so each phase differs.
+    look partly failed. There the ANSI fallbacks are used instead, chosen so each phase differs
+    (and the app lets ANSI colours through as they are: CuzkApp.on_mount).
     """
-    if color_system in ("standard", "windows"):
+    if color_system in SIXTEEN_COLOURS:
         return {**variables, **_FALLBACKS[(True, dark)]}
     return variables
 

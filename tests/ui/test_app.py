@@ -421,7 +421,7 @@ async def test_waterfall_enter_shows_a_partitions_timing_breakdown(events: list[
         detail = app.screen.query_one("#waterfall-detail", Panel)
         assert detail.has_class("-open") and detail._shown is not None
         text = detail._shown.plain
-        assert "porep-1000-1  partition 0  worker 0" in text
+        assert "porep-1000-1 of daemon run 1  partition 0  worker 0" in text
         assert "mutex_held_ms=4120" in text and "prove_start_ms=4402" in text
         await pilot.press("escape")
         assert not detail.has_class("-open")
@@ -725,9 +725,17 @@ async def test_no_color_legend_shows_the_bar_glyphs(events: list[Timed], monkeyp
         await settle(pilot)
         await pilot.press("2")
         await pilot.pause()
-        shown = str(app.screen.query_one("#waterfall-legend").render())
-        assert "=== synthesis" in shown and "--- waiting for GPU" in shown
-        assert "### GPU prove" in shown and "XXX failed" in shown
+        legend = app.screen.query_one("#waterfall-legend")
+        shown = str(legend.render())
+        assert "== synthesis" in shown and "-- waiting for GPU" in shown
+        assert "## GPU prove" in shown and "XX failed" in shown
+        # A job row's waits before synthesis and its run are keyed too, as drawn.
+        assert ": queued" in shown and ". proof" in shown
+        await pilot.press("l")  # the lanes view: its own key (a hold's name, the edge between two, idle)
+        await pilot.pause()
+        shown = str(legend.render())
+        assert "## GPU prove" in shown and "17/p3 job …-17, partition 3" in shown
+        assert "| the next proof" in shown and ". idle" in shown and "synthesis" not in shown
 
 
 async def test_question_mark_opens_the_current_screens_help_and_escape_closes_it(events: list[Timed]) -> None:

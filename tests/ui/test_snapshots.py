@@ -8,6 +8,7 @@ and look at the report before committing.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 from textual.pilot import Pilot
@@ -56,6 +57,25 @@ def test_at_80x24(
         monkeypatch.setenv("NO_COLOR", "1")
     app = app_for(events, theme="cuzk-light") if terminal == "light" else app_for(events)
     assert snap_compare(app, terminal_size=(80, 24), run_before=pressing(SCREEN_KEYS[screen]))
+
+
+# cuzk-engine's waterfall as a newcomer reads it (issue 27): the axis and the details in the emulated box's
+# time (the scenario recorded at time_scale 0.5), the legend's job-row glyphs, a partition's details open.
+@pytest.mark.parametrize("terminal", ["dark", "16-colours", "light"])
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+def test_engine_waterfall_in_box_time(
+    snap_compare: SnapCompare,
+    events: list[Timed],
+    monkeypatch: pytest.MonkeyPatch,
+    size: tuple[int, int],
+    terminal: str,
+) -> None:
+    if terminal == "16-colours":
+        monkeypatch.setenv("TERM", "screen")
+        monkeypatch.delenv("COLORTERM")
+    engine = [(t, replace(e, time_scale=0.5) if isinstance(e, ev.DaemonLaunched) else e) for t, e in events]
+    app = app_for(engine, theme="cuzk-light") if terminal == "light" else app_for(engine)
+    assert snap_compare(app, terminal_size=size, run_before=pressing("2", "down", "enter"))
 
 
 def test_dashboard_after_an_oom_kill(snap_compare: SnapCompare, events: list[Timed]) -> None:

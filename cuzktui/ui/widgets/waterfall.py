@@ -27,6 +27,7 @@ from typing import ClassVar, Literal, NamedTuple
 
 from rich.segment import Segment as RichSegment
 from rich.style import Style
+from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.content import Content
 from textual.geometry import Region, Size
@@ -34,7 +35,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ...figures import job_outcome, session_origin, timeline_now
+from ...figures import job_outcome, session_origin, timeline_now, waterfall_edge
 from ...model import SessionModel
 from ...timeline import Job, LaneEntry, Partition
 from ...units import format_duration
@@ -53,6 +54,12 @@ PHASES: dict[Phase, tuple[str, str]] = {
     "failed": ("phase-failed", "X"),
     "busy": ("phase-gpu", "#"),
 }
+# (plain, drawn) glyphs of what is not a phase's colour: a job row's waits before its first synthesis (in the
+# scheduler, then for the memory budget) and its run; a lane's edge between two holds and its idle columns.
+WAIT_GLYPH = (":", "┄")
+RUN_GLYPH = (".", "─")
+EDGE_GLYPH = ("|", "▏")
+IDLE_GLYPH = (".", "·")
 ZOOM_STEP = 1.5
 STRIPS_KEPT = 4  # screens of rendered lines kept while the view does not change
 AXIS_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 43200, 86400)
@@ -70,6 +77,7 @@ class _View(NamedTuple):
     label_width: int
     now: float | None
     plain: bool  # --ascii or NO_COLOR: glyphs instead of colours
+    time_scale: float | None  # an engine's: the axis speaks the emulated box's time (real ÷ time_scale)
 
 
 class _Looks(dict[tuple[str, bool], Style]):
@@ -109,6 +117,39 @@ def _joined(pieces: Sequence[tuple[str, Style]]) -> list[RichSegment]:
     if style is not None:
         segments.append(RichSegment(text, style))
     return segments
+
+
+PHASE_NAMES: dict[Phase, str] = {
+    "synth": "synthesis",
+    "queue": "waiting for GPU",
+    "gpu": "GPU prove",
+    "failed": "failed",
+}
+
+
+def legend(palette: Palette, plain: bool, lanes: bool) -> Text:
+    """The key to what the rows draw, drawn as they draw it (the same looks and glyphs): the partitions
+    view's phases and a job row's waits and run, or the lanes view's proving, hold names, edges and idle."""
+    looks = _Looks(palette, plain)
+    text = Text()
+
+    def entry(sample: str, style: Style, label: str) -> None:
+        text.append(sample, style)
+        text.append(f" {label}  ")
+
+    if lanes:
+        variable, char = PHASES["busy"]
+        entry((char if plain else " ") * 2, looks[variable, False], "GPU prove")
+        entry(hold_label(LaneEntry(0.0, None, 0, "porep-1000-17", 3)), looks[variable, True], "job …-17, partition 3")
+        entry(EDGE_GLYPH[not plain], looks[variable, True], "the next proof")
+        entry(IDLE_GLYPH[not plain], palette.fg("lane-idle"), "idle")
+        return text
+    for phase, label in PHASE_NAMES.items():
+        variable, char = PHASES[phase]
+        entry((char if plain else " ") * 2, looks[variable, False], label)
+    entry(WAIT_GLYPH[not plain], looks["wait", False], "queued")
+    entry(RUN_GLYPH[not plain], looks["job", False], "proof")
+    return text
 
 
 def phase_intervals(p: Partition, stop: float | None) -> list[Interval]:
@@ -177,10 +218,14 @@ class WaterfallView(ScrollView, can_focus=True):
             super().__init__()
             self.row = row
 
+    class Toggled(Message):
+        """The view switched between partitions and lanes: the screen's legend follows."""
+
     def __init__(self, *, ascii_only: bool = False, id: str | None = None) -> None:
         super().__init__(id=id)
         self.ascii_only = ascii_only
         self.lanes = False
+        self.replay = False  # following a replay's cursor, not now (the screen sets it)
         self.follow = True
         self.seconds_per_column: float | None = None  # None: fit the whole session
         self.view_end: float | None = None
@@ -258,7 +303,7 @@ class WaterfallView(ScrollView, can_focus=True):
         if span is None:
             return None
         origin = span[0]
-        now = timeline_now(model) or span[1]
+        now = waterfall_edge(model) or span[1]
         columns = max(1, self.size.width - self.label_width)
         if self.seconds_per_column is None:
             width = stepped_length(now - origin)
@@ -337,6 +382,7 @@ class WaterfallView(ScrollView, can_focus=True):
 
     def action_toggle_lanes(self) -> None:
         self.lanes = not self.lanes
+        self.post_message(self.Toggled())
         self.selected = None
         self.scroll_to(y=0, animate=False, immediate=True)
         if self._model is not None:
@@ -358,9 +404,12 @@ class WaterfallView(ScrollView, can_focus=True):
     def _view(self) -> _View:
         window = self.window()
         now = timeline_now(self._model) if self._model is not None else None
-        palette, style, width = self._palette(), self.rich_style, self.size.width
-        key = (self._rows_key, window, now, width, palette, self.ascii_only, style)
-        return _View(key, window, palette, style, width, self.label_width, now, self.ascii_only or palette.no_color)
+        # The columns not under the vertical scrollbar (it covers the last two once the rows outgrow the view).
+        palette, style, width = self._palette(), self.rich_style, self.scrollable_content_region.width
+        scale = self._model.daemon.time_scale if self._model is not None else None
+        key = (self._rows_key, window, now, width, palette, self.ascii_only, style, scale, self.replay, self.follow)
+        plain = self.ascii_only or palette.no_color
+        return _View(key, window, palette, style, width, self.label_width, now, plain, scale)
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # The view is the same for every line of a frame: taken once, not per line (the widget's
@@ -408,20 +457,26 @@ class WaterfallView(ScrollView, can_focus=True):
         columns = view.width - view.label_width
         spc = (end - start) / max(1, columns)
         origin = session_origin(self._model.timeline, start) if self._model is not None else start
-        step = next((s for s in AXIS_STEPS if s >= spc * 12), AXIS_STEPS[-1])
+        # An engine's log runs time_scale times faster than the box it models: its axis counts the box's
+        # seconds, as Bench and the report do, and says so at its end.
+        scale = view.time_scale or 1.0
+        tag = " box time" if view.time_scale is not None and columns > 4 * len(" box time") else ""
+        room = columns - len(tag)
+        step = next((s for s in AXIS_STEPS if s >= spc / scale * 12), AXIS_STEPS[-1]) * scale
         cells = [" "] * columns
         first = origin + step * int((start - origin) // step)
         t = first
         while t <= end:
             column = int((t - start) / spc)
-            if 0 <= column < columns:
-                label = ("|" if view.plain else "╵") + format_duration(t - origin)
-                for i, ch in enumerate(label):
-                    if column + i < columns:
-                        cells[column + i] = ch
+            if 0 <= column < room:
+                label = ("|" if view.plain else "╵") + format_duration((t - origin) / scale)
+                for i, ch in enumerate(label[: room - column]):
+                    cells[column + i] = ch
             t += step
+        cells[room:] = tag
         mode = "lanes" if self.lanes else "partitions"
-        follow = "live" if self.follow else "paused"
+        # What the window follows: now (live) or a replay's cursor; neither once the user has panned.
+        follow = ("replay" if self.replay else "live") if self.follow else "panned"
         head = self._label(f"{mode} ({follow})", Style(bold=True), view.label_width)
         return Strip([*head, RichSegment("".join(cells), Style(dim=True))], view.width)
 
@@ -510,7 +565,7 @@ class WaterfallView(ScrollView, can_focus=True):
                 pieces.append((" " * width, Style()))
             elif job_row:
                 waiting = intervals[hit][2] == "wait"
-                char = (":" if plain else "┄") if waiting else ("." if plain else "─")
+                char = (WAIT_GLYPH if waiting else RUN_GLYPH)[not plain]
                 pieces.append((char * width, looks["wait" if waiting else "job", False]))
             else:
                 variable, plain_char = PHASES[intervals[hit][2]]  # type: ignore[index]
@@ -529,7 +584,7 @@ class WaterfallView(ScrollView, can_focus=True):
         columns, spc = self._geometry(window, view)
         palette, plain, now = view.palette, view.plain, view.now
         start, end = window
-        idle = ("." if plain else "·", palette.fg("lane-idle"))
+        idle = (IDLE_GLYPH[not plain], palette.fg("lane-idle"))
         looks = _Looks(palette, plain)
         variable, plain_char = PHASES["busy"]
         pieces: list[tuple[str, Style]] = []
@@ -545,7 +600,7 @@ class WaterfallView(ScrollView, can_focus=True):
             if hit != previous:
                 # A new hold: an edge where it directly follows another, then its name (job/partition,
                 # else the partition alone) only when the name fits in the bar: never a run-on.
-                edge = ("|" if plain else "▏") if previous is not None else ""
+                edge = EDGE_GLYPH[not plain] if previous is not None else ""
                 room = round((min(holds[hit][1], end) - a) / spc) - len(edge)
                 label = hold_label(holds[hit][2])
                 label_left = edge + next((n for n in (label, label.rsplit("/", 1)[-1]) if len(n) <= room), "")
@@ -566,8 +621,9 @@ class WaterfallView(ScrollView, can_focus=True):
         self.virtual_size = Size(self.size.width, len(self.rows) + 1)
 
 
-def _secs(value: float | None) -> str:
-    return f"{value:.1f}s" if value is not None else "—"
+def _secs(value: float | None, scale: float = 1.0) -> str:
+    """Seconds of the log, in the emulated box's time for an engine's ``scale`` (its time_scale)."""
+    return f"{value / scale:.1f}s" if value is not None else "—"
 
 
 def _outcome(job: Job) -> list[str | tuple[str, str]]:
@@ -580,26 +636,29 @@ def _outcome(job: Job) -> list[str | tuple[str, str]]:
     return [("outcome     ", "bold"), (f"{what}  ", "bold $error"), why, "\n"]
 
 
-def _waits(job: Job) -> list[str | tuple[str, str]]:
+def _waits(job: Job, scale: float = 1.0) -> list[str | tuple[str, str]]:
     if job.scheduler_wait_s is None and job.budget_wait_s is None:
         return []
     return [
         ("waits       ", "$phase-queue"),
-        f"scheduler {_secs(job.scheduler_wait_s)}   memory budget {_secs(job.budget_wait_s)}",
+        f"scheduler {_secs(job.scheduler_wait_s, scale)}   memory budget {_secs(job.budget_wait_s, scale)}",
         "\n",
     ]
 
 
-def job_detail(job: Job, ending: str = "incomplete (daemon run ended)") -> Content:
+def job_detail(job: Job, ending: str = "incomplete (daemon run ended)", time_scale: float | None = None) -> Content:
     """A job that has no partition to open (it ended before any synthesis, e.g. every job of a daemon built
-    without CUDA): its outcome and its waits."""
+    without CUDA): its outcome and its waits (in the emulated box's time with an engine's ``time_scale``,
+    as on the axis)."""
+    waits = _waits(job, time_scale or 1.0)
     parts: list[str | tuple[str, str]] = [
         (job.job_id, "bold"),
         f"  {job.kind}" if job.kind else "",
         (f"  {ending}" if job.status == "incomplete" else "", "bold $error"),
+        ("  · emulated box time" if time_scale is not None and waits else "", "dim"),
         "\n",
         *_outcome(job),
-        *_waits(job),
+        *waits,
     ]
     if job.status == "running":
         parts.append("no phase logged yet")
@@ -612,18 +671,25 @@ def partition_detail(
     ending: str = "incomplete (daemon run ended)",
     gpu: int | None = None,
     run: int | None = None,
+    time_scale: float | None = None,
 ) -> Content:
     """Timings of one partition: its job's outcome (the daemon's failure text), phase boundaries, durations,
     GPU_TIMING / FIN / CUZK_TIMING; ``ending`` says how its daemon run took it when it is incomplete
     (SessionModel.run_ending), ``gpu`` the ordinal of its worker's GPU when known (Timeline.worker_gpu),
     ``run`` its daemon run's number where the session has several (a benchmark's request ids repeat in the
-    next one's run)."""
+    next one's run). With an engine's ``time_scale`` the times are the emulated box's, as on the axis; the
+    log's own ``*_ms`` figures are quoted as the log has them (the engine's real milliseconds)."""
     job = p.job
+    scale = time_scale or 1.0
 
     def at(t: float | None) -> str:
-        return format_duration(t - origin) if t is not None else "—"
+        return format_duration((t - origin) / scale) if t is not None else "—"
 
-    secs = _secs
+    def secs(value: float | None) -> str:
+        return _secs(value, scale)
+
+    log = "log " if time_scale is not None else ""
+
     parts: list[str | tuple[str, str]] = [
         (f"{job.job_id}", "bold"),
         f" of daemon run {run}" if run is not None else "",
@@ -631,15 +697,16 @@ def partition_detail(
         f"  worker {p.worker}" if p.worker is not None else "",
         f" on GPU{gpu}" if p.worker is not None and gpu is not None else "",
         ("  FAILED" if p.failed else f"  {ending}" if p.incomplete else "", "bold $error"),
+        ("  · emulated box time" if time_scale is not None else "", "dim"),
         "\n",
         *_outcome(job),
-        *_waits(job),
+        *_waits(job, scale),
     ]
 
     parts += [
         ("synthesis   ", "$phase-synth"),
         f"{at(p.synth_start)} → {at(p.synth_end)}  {secs(p.synth_s)}",
-        f" (synth_ms {p.synth_ms})" if p.synth_ms is not None else "",
+        f" ({log}synth_ms {p.synth_ms})" if p.synth_ms is not None else "",
         {True: "  pinned buffers", False: "  unpinned (pinned pool missed)", None: ""}[p.is_pinned],
         "\n",
         ("GPU queue   ", "$phase-queue"),
@@ -648,7 +715,7 @@ def partition_detail(
         "\n",
         ("GPU         ", "$phase-gpu"),
         f"{at(p.gpu_start)} → {at(p.gpu_end)}  {secs(p.gpu_s)}",
-        f" (gpu_ms {p.gpu_ms}, incl. GPU-mutex wait)" if p.gpu_ms is not None else "",
+        f" ({log}gpu_ms {p.gpu_ms}, incl. GPU-mutex wait)" if p.gpu_ms is not None else "",
     ]
     timings = (
         ("GPU_TIMING", p.gpu_timing),
@@ -663,8 +730,10 @@ def partition_detail(
 
 
 def lane_detail(model: SessionModel, worker: int, window: tuple[float, float]) -> Content:
-    """A worker's busy fraction and idle gaps over the shown window up to now (is the GPU starved?)."""
+    """A worker's busy fraction and idle gaps over the shown window up to now (is the GPU starved?), in
+    the emulated box's time for an engine, as on the axis."""
     timeline = model.timeline
+    scale = model.daemon.time_scale or 1.0
     start, end = window
     now = timeline_now(model)
     if now is not None and start < now < end:
@@ -675,13 +744,17 @@ def lane_detail(model: SessionModel, worker: int, window: tuple[float, float]) -
     gpu = timeline.worker_gpu(worker)
     parts: list[str | tuple[str, str]] = [
         (f"GPU worker {worker}" + ("" if gpu is None else f" on GPU{gpu}"), "bold"),
-        f"  busy {busy:.0%} of the shown {format_duration(end - start)}",
-        f" · idle {format_duration(idle)} in {len(gaps)} gap(s)\n",
+        f"  busy {busy:.0%} of the shown {format_duration((end - start) / scale)}",
+        f" · idle {format_duration(idle / scale)} in {len(gaps)} gap(s)\n",
     ]
     longest = sorted(gaps, key=lambda g: g[0] - g[1])[:3]
     if longest:
         parts.append("longest idle: ")
-        parts.append(", ".join(f"{format_duration(b - a)} from {format_duration(a - origin)}" for a, b in longest))
+        parts.append(
+            ", ".join(
+                f"{format_duration((b - a) / scale)} from {format_duration((a - origin) / scale)}" for a, b in longest
+            )
+        )
         parts.append("\n")
     if busy < 0.8 and gaps:
         parts.append(("GPU waits for synthesis: raise max_parallel_synthesis if memory allows", "$accent"))
