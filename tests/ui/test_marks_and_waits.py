@@ -76,6 +76,6 @@ def test_the_limit_the_header_says_adds_up_to_the_memory_charts() -> None:
     model.apply(launched)
     model.apply(ev.MemorySample(T + 1, 100 << 20, 90 << 20, gib + (28 << 20)))
     header = daemon_content(model, Identity("engine", "cuzk-engine", None)).plain
-    assert "limit 256 GiB + 7 GiB for inputs in flight = 263 GiB" in header
+    assert "limit 263 GiB (256 GiB + 7 GiB for inputs in flight)" in header
     (limit,) = [line for line in memory_spec(model).lines if line.label == "limit"]
     assert limit.value == "263 GiB" and {v for _, v in limit.points} == {263.0}, "from the launch on"
