@@ -38,7 +38,17 @@ _CHANNEL_OPTIONS: Final = (
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
     # A single attempt per call: a retried Prove after the daemon died would be a silent resubmission.
     ("grpc.enable_retries", 0),
+    # A daemon restarted on the same address (systemd's Restart=, an OOM recovery) is reached again within a
+    # second: grpc-core's reconnect backoff otherwise grows to 120 s while nothing listens, and every call
+    # in between fails without trying.
+    ("grpc.initial_reconnect_backoff_ms", 250),
+    ("grpc.max_reconnect_backoff_ms", 1000),
 )
+# The HTTP/2 :authority sent over a unix socket. grpc-core would send the socket's path, percent-encoded
+# (``tmp%2F…%2Fdaemon.sock``); the daemon's tonic server (cuzk-daemon main.rs ``serve_with_incoming`` on a
+# UnixListenerStream, hyper's h2) parses :authority as a URI authority and resets every stream whose
+# authority is not one, so nothing worked over a socket (issue 23). A plain host name is what it accepts.
+UNIX_SOCKET_AUTHORITY: Final = "localhost"
 # Curio gives GetStatus a 5 s deadline (docs/daemon-interface.md §1.8).
 STATUS_TIMEOUT_S: Final = 5.0
 
@@ -104,6 +114,16 @@ def grpc_target(address: str) -> str:
     return address
 
 
+def open_channel(address: str) -> grpc.aio.Channel:
+    """The one way the tool opens a gRPC channel to a daemon: :class:`DaemonClient`'s, which the
+    supervisor's readiness and liveness probes, benchmarks, knob searches and the metrics use."""
+    target = grpc_target(address)
+    options: list[tuple[str, int | str]] = list(_CHANNEL_OPTIONS)
+    if target.startswith("unix:"):
+        options.append(("grpc.default_authority", UNIX_SOCKET_AUTHORITY))
+    return grpc.aio.insecure_channel(target, options=options)
+
+
 def translate_error(rpc: str, address: str, error: grpc.aio.AioRpcError) -> ClientError:
     """Map a gRPC error of one call to the client's error classes (see the module docstring)."""
     code = error.code()
@@ -125,7 +145,7 @@ class DaemonClient:
 
     def __init__(self, address: str) -> None:
         self.address = address
-        self._channel = grpc.aio.insecure_channel(grpc_target(address), options=list(_CHANNEL_OPTIONS))
+        self._channel = open_channel(address)
         self._stub = pb_grpc.ProvingEngineStub(self._channel)
 
     async def __aenter__(self) -> DaemonClient:
