@@ -73,28 +73,29 @@ def session_origin(timeline: Timeline, default: float) -> float:
 class ProofCounts(NamedTuple):
     completed: int  # the whole session: every daemon run
     failed: int
-    runs: int  # daemon runs seen in the log
+    runs: int  # the daemon's runs (SessionModel.runs), at least 1
     run_completed: int  # the current run
 
 
 def proof_counts(model: SessionModel) -> ProofCounts:
-    """Proofs of the whole session: the timeline's counts of the earlier daemon runs plus the
-    current run's (the daemon's GetStatus counts when they are more than the log showed, e.g.
-    attached after it started). A restarted daemon's counts start again from 0: alone they would
-    hide the earlier runs' proofs. /status's counters never count: they miss monolithic work
-    (status.rs; see StatusSnapshot)."""
+    """Proofs of the whole session: the timeline's counts of the earlier daemon runs (with what GetStatus
+    counted in them beyond the log, ``model.unlogged_counts``) plus the current run's (its GetStatus
+    counts when they are more than the log showed, e.g. attached after it started, or watched without its
+    log). A restarted daemon's counts start again from 0: alone they would hide the earlier runs' proofs.
+    /status's counters never count: they miss monolithic work (status.rs; see StatusSnapshot)."""
     timeline = model.timeline
     segments = timeline.segments
     run_completed = segments[-1].completed if segments else 0
     run_failed = segments[-1].failed if segments else 0
-    reported, launched_t = model.daemon_counts, model.daemon.launched_t
-    if reported is not None and launched_t is not None and reported.t >= launched_t:
+    reported = model.run_reported()
+    if reported is not None:
         run_completed = max(run_completed, reported.completed)
         run_failed = max(run_failed, reported.failed)
-    earlier_completed = timeline.completed - (segments[-1].completed if segments else 0)
-    earlier_failed = timeline.failed - (segments[-1].failed if segments else 0)
+    unlogged_completed, unlogged_failed = model.unlogged_counts
+    earlier_completed = timeline.completed - (segments[-1].completed if segments else 0) + unlogged_completed
+    earlier_failed = timeline.failed - (segments[-1].failed if segments else 0) + unlogged_failed
     return ProofCounts(
-        earlier_completed + run_completed, earlier_failed + run_failed, max(1, len(segments)), run_completed
+        earlier_completed + run_completed, earlier_failed + run_failed, max(1, model.runs()), run_completed
     )
 
 

@@ -117,6 +117,8 @@ class DaemonState:
     gpu_worker_count: int | None = None
     exit: ev.DaemonExited | None = None
     fatal_error: str | None = None
+    # The daemon's runs so far, as its log shows them (its ``cuzk-daemon starting`` lines, main.rs), else
+    # the runs the tool saw begin (launches, attaches, a restart on the attached address): SessionModel.runs.
     runs: int = 0
     uptime_s: float | None = None  # the daemon's own uptime when it first answered (GetStatus)
     silent: ev.DaemonLiveness | None = None  # an attached daemon not answering now (the last state is kept)
@@ -206,6 +208,12 @@ class SessionModel:
         self.gpus: dict[int, GpuState] = {}
         self.status: ev.StatusSnapshot | None = None
         self.daemon_counts: ev.DaemonProofCounts | None = None  # GetStatus's, the latest
+        # Proofs GetStatus counted in daemon runs that have ended, beyond what the log showed of them
+        # (completed, failed): a run watched without its log, or attached after it proved. A restart zeroes
+        # GetStatus's counts; the session's go on (figures.proof_counts).
+        self.unlogged_counts: tuple[int, int] = (0, 0)
+        self._log_starts = 0  # "cuzk-daemon starting" lines read
+        self._runs_seen = 0  # runs the tool saw begin: DaemonLaunched (a launch, an attach, a restart there)
         self.bench: BenchState | None = None
         self.notices: deque[ev.Notice] = deque(maxlen=NOTICE_CAPACITY)
         self.oom_kills: list[float] = []
@@ -382,7 +390,9 @@ class SessionModel:
         if isinstance(event, ev.DaemonLaunched):
             self._observed_lifecycle = True
             self._warned.clear()
-            runs = d.runs + 1
+            self._runs_seen += 1
+            # A run without a log, or attached to: its /status polls are a new engine's (status_timeline).
+            self._status_timeline = StatusTimeline()
             self.daemon = DaemonState(
                 phase="starting",
                 mode=event.mode,
@@ -398,7 +408,7 @@ class SessionModel:
                 memory_scale=event.memory_scale,
                 time_scale=event.time_scale,
                 launched_t=event.t,
-                runs=runs,
+                runs=self.runs(),
             )
             if event.memory_limit_bytes is not None:
                 # What the kernel enforces, as the samples' cgroup limit says it: the limit and the allowance.
@@ -411,20 +421,51 @@ class SessionModel:
             d.uptime_s = event.uptime_s
             d.silent = None
         elif isinstance(event, ev.DaemonExited):
+            self._record_exit(event)
             d.phase = "dead"
             d.exit = event
             if event.cause == "oom_kill":
                 self.oom_kills.append(event.t)
                 self.memory_version += 1
-            self._record_exit(event)
         else:
             self.configs.append(event)
 
+    def runs(self) -> int:
+        """The daemon's runs so far: its log's starts, or the runs the tool saw begin where it saw more (the
+        log is not read, or does not say it: without a log, one run per launch, attach or restart seen)."""
+        return max(self._log_starts, self._runs_seen)
+
+    def run_reported(self) -> ev.DaemonProofCounts | None:
+        """GetStatus's proof counts of the current daemon run, while it runs (None: none read in this run)."""
+        counts, d = self.daemon_counts, self.daemon
+        if counts is None or d.launched_t is None or counts.t < d.launched_t or d.exit is not None:
+            return None
+        return counts
+
     def _record_exit(self, event: ev.DaemonExited) -> None:
+        """Tie an exit to the run of the log it ended and keep what GetStatus counted in that run (before
+        the model's daemon is marked dead: its counts are read as the running run's)."""
+        reported = self.run_reported()
         segments = self.timeline.segments
-        ended = segments[-1] if segments and not segments[-1].ended else None
-        self.exits.append((ended.index if ended is not None else None, event))
-        self.timeline.daemon_exited(event.t)
+        run = segments[-1] if segments else None
+        if run is not None and run.index and run.daemon_start is not None and run.daemon_start > event.t:
+            # The log shows the next run's start already (a daemon restarted on an attached address reached
+            # the log before its predecessor's exit was recorded): this exit ended the run before it.
+            run = segments[run.index - 1]
+            if any(index == run.index for index, _ in self.exits):
+                run = None
+        elif run is not None and run.ended:
+            run = None  # no run of the log was going on (a launch that failed before its first line)
+        else:
+            self.timeline.daemon_exited(event.t)
+        self.exits.append((run.index if run is not None else None, event))
+        if reported is not None:
+            logged = (run.completed, run.failed) if run is not None else (0, 0)
+            completed, failed = self.unlogged_counts
+            self.unlogged_counts = (
+                completed + max(0, reported.completed - logged[0]),
+                failed + max(0, reported.failed - logged[1]),
+            )
 
     def _apply_bench(self, event: ev.BenchStarted | ev.ProofSubmitted | ev.ProofFinished | ev.BenchRestart) -> bool:
         if isinstance(event, ev.BenchStarted):
@@ -474,7 +515,9 @@ class SessionModel:
         elif isinstance(event, ev.DaemonStarting | ev.DaemonReady):
             if isinstance(event, ev.DaemonStarting):
                 self._warned.clear()
-            daemon_changed = self._log_lifecycle(event)
+                self._log_starts += 1
+                d.runs = self.runs()
+            daemon_changed = self._log_lifecycle(event) or isinstance(event, ev.DaemonStarting)
         elif isinstance(event, ev.LogRecord) and event.level in ("WARN", "ERROR"):
             self.warnings.append(event)
             daemon_changed = False
@@ -556,9 +599,7 @@ class SessionModel:
                     last_seen if last_seen is not None else event.ts,
                     "the log shows a new daemon start: the previous run ended without a word",
                 )
-            self.daemon = DaemonState(
-                phase="starting", log_path=self.log_source, launched_t=event.ts, runs=self.daemon.runs + 1
-            )
+            self.daemon = DaemonState(phase="starting", log_path=self.log_source, launched_t=event.ts, runs=self.runs())
         else:
             d.phase = "ready"
             d.listen = event.address
@@ -586,9 +627,9 @@ class SessionModel:
         exited = ev.DaemonExited(
             at if at is not None else 0.0, d.pid, None, None, "unknown", (evidence,), d.fatal_error
         )
+        self._record_exit(exited)
         d.phase = "dead"
         d.exit = exited
-        self._record_exit(exited)
         self.daemon_version += 1
         self.version += 1
 

@@ -453,7 +453,7 @@ class Timeline:
 
     def _on_daemon_starting(self, event: DaemonStarting) -> bool:
         current = self._segments[-1] if self._segments else None
-        if current is not None and current.jobs == 0 and not current.engine_started:
+        if current is not None and current.jobs == 0 and not current.engine_started and not current.ended:
             current.daemon_start = event.ts  # a log that began with a few lines of this run
             if event.ts is not None and not current.anchored:
                 current.origin = event.ts

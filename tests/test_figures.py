@@ -51,14 +51,17 @@ def test_now_follows_the_model_clock_past_the_last_timeline_event_of_an_anchored
 def test_counts_add_earlier_runs_to_the_current_runs_get_status_counts_which_restart_from_zero() -> None:
     model = SessionModel()
     one_job(model, T0, "j1")
-    model.apply(ev.DaemonProofCounts(T0 + 50, 7, 2))  # the first run's: gone with its restart
+    # The first run's GetStatus counted more than its log showed (the log was read from later on): a
+    # restart zeroes GetStatus's counts, never the session's.
+    model.apply(ev.DaemonProofCounts(T0 + 50, 7, 2))
+    assert proof_counts(model)[:2] == (7, 2)
     one_job(model, T0 + 100, "j2")
     counts = proof_counts(model)
-    assert (counts.completed, counts.failed, counts.runs, counts.run_completed) == (2, 0, 2, 1)
-    # The second run's GetStatus has counted three (say, attached late): the session says 1 + 3.
+    assert (counts.completed, counts.failed, counts.runs, counts.run_completed) == (8, 2, 2, 1)
+    # The second run's GetStatus has counted three (say, attached late): the session says 7 + 3.
     model.apply(ev.DaemonProofCounts(T0 + 130, 3, 1))
     counts = proof_counts(model)
-    assert (counts.completed, counts.failed, counts.run_completed) == (4, 1, 3)
+    assert (counts.completed, counts.failed, counts.run_completed) == (10, 3, 3)
 
 
 def test_the_status_endpoints_counters_are_never_the_proof_counts() -> None:

@@ -93,3 +93,81 @@ def test_a_run_ending_names_how_the_daemon_took_its_unfinished_jobs() -> None:
     assert model.run_ending(0) == "killed with the daemon (OOM)"
     assert model.run_ending(1) == "stopped with the daemon"
     assert model.run_ending(2) == "incomplete (daemon run ended)"
+
+
+def _attach(t: float, pid: int | None, log: str | None = None) -> ev.DaemonLaunched:
+    return ev.DaemonLaunched(t, "attached", pid, (), None, "unix:///run/curio/cuzk.sock", log)
+
+
+def test_a_daemon_that_logs_its_start_before_the_launch_is_recorded_is_in_its_first_run() -> None:
+    """The real daemon (Rust) writes "cuzk-daemon starting" within a millisecond of its exec, before the
+    supervisor notes the launch: the log's start and the launch are one run, whatever their order."""
+    model = SessionModel()
+    model.apply(ev.DaemonStarting(10.0001))
+    model.apply(ev.EngineStarted(10.0003, True))
+    model.apply(_launch(10.001, 1))
+    model.apply(ev.DaemonReadyObserved(t=10.5, pid=1, startup_s=0.5))
+    assert (model.daemon.runs, model.runs(), len(model.timeline.segments)) == (1, 1, 1)
+    # Its restart is run 2, the launch first (the engine) or its log's start first (the real daemon).
+    model.apply(ev.DaemonExited(20.0, 1, -15, 15, "stopped"))
+    model.apply(ev.DaemonStarting(21.0001))
+    model.apply(_launch(21.001, 2))
+    assert model.daemon.runs == 2 and len(model.timeline.segments) == 2
+    model.apply(ev.DaemonExited(30.0, 2, -15, 15, "stopped"))
+    model.apply(_launch(31.0, 3))
+    model.apply(ev.DaemonStarting(31.2))
+    assert model.daemon.runs == 3 and len(model.timeline.segments) == 3
+
+
+def test_attached_the_runs_are_the_starts_its_log_shows_and_one_without_a_log() -> None:
+    # The log is read from its start: one daemon start, before the attach was recorded.
+    model = SessionModel()
+    model.apply(ev.DaemonStarting(5.0))
+    model.apply(ev.EngineStarted(5.1, True))
+    model.apply(_attach(100.0, 7, "/var/log/cuzk.log"))
+    model.apply(ev.DaemonReadyObserved(100.2, 7, 0.0, uptime_s=95.0))
+    assert model.daemon.runs == 1
+    # A log that shows two earlier starts (systemd restarted it before): the daemon is in its third run.
+    model = SessionModel()
+    for start in (1.0, 2.0, 3.0):
+        model.apply(ev.DaemonStarting(start))
+    model.apply(_attach(100.0, 7, "/var/log/cuzk.log"))
+    assert model.daemon.runs == 3
+    # Without a log: the run attached to.
+    model = SessionModel()
+    model.apply(_attach(100.0, None))
+    model.apply(ev.DaemonReadyObserved(100.2, None, 0.0, uptime_s=95.0))
+    assert model.daemon.runs == 1
+
+
+def test_after_a_restart_on_the_attached_address_counts_go_on_and_the_new_run_is_watched() -> None:
+    """Watched without a log: GetStatus's counts are all there is, and the new daemon's start at zero."""
+    model = SessionModel()
+    model.apply(_attach(100.0, 7))
+    model.apply(ev.DaemonReadyObserved(100.2, 7, 0.0, uptime_s=60.0))
+    model.apply(ev.DaemonProofCounts(110.0, 5, 1))
+    model.apply(ev.DaemonExited(120.0, 7, None, None, "unknown", ("the exit status … is unknown",)))
+    assert model.daemon.phase == "dead"
+    model.apply(_attach(124.0, 9))
+    model.apply(ev.DaemonReadyObserved(124.0, 9, 0.0, uptime_s=1.0))
+    model.apply(ev.DaemonProofCounts(124.5, 0, 0))
+    assert (model.daemon.phase, model.daemon.pid, model.daemon.runs) == ("ready", 9, 2)
+    from cuzktui.figures import proof_counts
+
+    assert proof_counts(model)[:3] == (5, 1, 2)
+    model.apply(ev.DaemonProofCounts(130.0, 2, 0))
+    assert proof_counts(model) == (7, 1, 2, 2)
+
+
+def test_an_exit_recorded_after_the_next_runs_log_start_ends_the_run_before_it() -> None:
+    """Attached with a log, the restarted daemon's first line can be read before its predecessor's exit
+    is recorded: the exit belongs to the run it ended, and the new run goes on."""
+    model = SessionModel()
+    model.apply(ev.DaemonStarting(5.0))
+    model.apply(ev.EngineStarted(5.0, True))
+    model.apply(_attach(10.0, 7, "/var/log/cuzk.log"))
+    model.apply(ev.DaemonStarting(20.5))  # the new daemon's first line
+    model.apply(ev.DaemonExited(20.0, 7, None, None, "unknown"))  # the old one's exit, seen at 20.0
+    first, second = model.timeline.segments
+    assert first.ended and not second.ended
+    assert [index for index, _ in model.exits] == [0]
