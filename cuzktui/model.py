@@ -212,8 +212,11 @@ class SessionModel:
         # (completed, failed): a run watched without its log, or attached after it proved. A restart zeroes
         # GetStatus's counts; the session's go on (figures.proof_counts).
         self.unlogged_counts: tuple[int, int] = (0, 0)
-        self._log_starts = 0  # "cuzk-daemon starting" lines read
-        self._runs_seen = 0  # runs the tool saw begin: DaemonLaunched (a launch, an attach, a restart there)
+        # The daemon's runs (see runs()): how many, what showed the current one ("log": its start line,
+        # "tool": a launch or an attach), and whether an exit ended it.
+        self._runs = 0
+        self._run_shown_by: set[str] = set()
+        self._run_ended = False
         self.bench: BenchState | None = None
         self.notices: deque[ev.Notice] = deque(maxlen=NOTICE_CAPACITY)
         self.oom_kills: list[float] = []
@@ -390,7 +393,7 @@ class SessionModel:
         if isinstance(event, ev.DaemonLaunched):
             self._observed_lifecycle = True
             self._warned.clear()
-            self._runs_seen += 1
+            self._run_begins("tool", same_daemon=event.mode == "attached")
             # A run without a log, or attached to: its /status polls are a new engine's (status_timeline).
             self._status_timeline = StatusTimeline()
             self.daemon = DaemonState(
@@ -431,9 +434,20 @@ class SessionModel:
             self.configs.append(event)
 
     def runs(self) -> int:
-        """The daemon's runs so far: its log's starts, or the runs the tool saw begin where it saw more (the
-        log is not read, or does not say it: without a log, one run per launch, attach or restart seen)."""
-        return max(self._log_starts, self._runs_seen)
+        """The daemon's runs so far: its starts as its log shows them (``cuzk-daemon starting``, main.rs),
+        and the runs the tool saw begin that the log does not show (no log, or not this far back)."""
+        return self._runs
+
+    def _run_begins(self, source: str, same_daemon: bool = False) -> None:
+        """A daemon run shows itself: a start line of the log (``source`` "log") or a launch or attach (``tool``).
+        The two show one run when it has not ended: a real daemon logs its start before its launch is
+        recorded, an engine after it; an attach (``same_daemon``) is to the run going on."""
+        going_on = self._runs and not self._run_ended
+        if going_on and (same_daemon or source not in self._run_shown_by):
+            self._run_shown_by.add(source)
+            return
+        self._runs += 1
+        self._run_shown_by, self._run_ended = {source}, False
 
     def run_reported(self) -> ev.DaemonProofCounts | None:
         """GetStatus's proof counts of the current daemon run, while it runs (None: none read in this run)."""
@@ -446,6 +460,7 @@ class SessionModel:
         """Tie an exit to the run of the log it ended and keep what GetStatus counted in that run (before
         the model's daemon is marked dead: its counts are read as the running run's)."""
         reported = self.run_reported()
+        self._run_ended = True
         segments = self.timeline.segments
         run = segments[-1] if segments else None
         if run is not None and run.index and run.daemon_start is not None and run.daemon_start > event.t:
@@ -513,11 +528,12 @@ class SessionModel:
         elif isinstance(event, ev.BudgetStall):
             self._on_budget_stall(event)
         elif isinstance(event, ev.DaemonStarting | ev.DaemonReady):
+            daemon_changed = self._log_lifecycle(event)
             if isinstance(event, ev.DaemonStarting):
                 self._warned.clear()
-                self._log_starts += 1
-                d.runs = self.runs()
-            daemon_changed = self._log_lifecycle(event) or isinstance(event, ev.DaemonStarting)
+                self._run_begins("log")  # after _log_lifecycle: a bare log's restart ends the run before
+                self.daemon.runs = self.runs()
+                daemon_changed = True
         elif isinstance(event, ev.LogRecord) and event.level in ("WARN", "ERROR"):
             self.warnings.append(event)
             daemon_changed = False
@@ -599,7 +615,7 @@ class SessionModel:
                     last_seen if last_seen is not None else event.ts,
                     "the log shows a new daemon start: the previous run ended without a word",
                 )
-            self.daemon = DaemonState(phase="starting", log_path=self.log_source, launched_t=event.ts, runs=self.runs())
+            self.daemon = DaemonState(phase="starting", log_path=self.log_source, launched_t=event.ts)
         else:
             d.phase = "ready"
             d.listen = event.address

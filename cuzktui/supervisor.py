@@ -57,6 +57,9 @@ DEFAULT_STOP_GRACE_S: Final = 10.0
 # An attached daemon is probed this often; silent this long (gRPC and /status), it is said to be silent.
 LIVENESS_INTERVAL_S: Final = 1.0
 SILENT_AFTER_S: Final = 3.0
+# An answer from a daemon whose uptime says it started this much later than the run watched is the next
+# run (GetStatus's uptime_seconds is whole seconds, service.rs: its start time wobbles by a second).
+RESTARTED_AFTER_S: Final = 2.0
 _POLL_S: Final = 0.1
 # Once journalctl has ended, the copy of its output has this long to write the rest of the pipe.
 JOURNAL_COPY_END_S: Final = 10.0
@@ -557,7 +560,9 @@ class Supervisor:
         pid its death is seen at once (a pidfd). Without one, and for a hung daemon, the liveness
         watch probes GetStatus and /status every ``liveness_interval`` seconds and records
         :class:`events.DaemonLiveness` when both stay silent (or nothing listens at the address), and
-        again when it answers. ``journal_unit``: the log is read through journalctl into daemon.log.
+        again when it answers. The address is followed past the daemon's end: a daemon answering there
+        again (systemd's ``Restart=``) is its next run (:meth:`_follow_restart`). ``journal_unit``: the
+        log is read through journalctl into daemon.log.
         """
         self.program = None
         self.listen, self.status_url = address, status_url
@@ -567,17 +572,22 @@ class Supervisor:
             self.log_path = self.session.daemon_log_path
         else:
             self.log_path = Path(log_path) if log_path is not None else None
-        # Startup progress and a fatal report can only come from lines written from now on.
+        await self._reset_client()
+        self._attached_run(time.time())
+        self._liveness_task = asyncio.ensure_future(self._watch_liveness())
+
+    def _attached_run(self, t: float) -> None:
+        """Record the attached daemon's run watched from ``t`` on (``self.pid``, when known, is watched)."""
+        # A fatal report can only come from lines written from now on.
         self._launch_offset = 0
         if self.log_path is not None:
             with contextlib.suppress(OSError):
                 self._launch_offset = self.log_path.stat().st_size
-        await self._reset_client()
-        self._emit(self._attached(time.time()))
+        self._emit(self._attached(t))
+        self._exit_task = None
         if self.pid is not None:
             self._watch = _ExitWatch(self.pid, None)
             self._exit_task = asyncio.ensure_future(self._observe_exit(self._watch))
-        self._liveness_task = asyncio.ensure_future(self._watch_liveness(time.time()))
 
     def _attached(self, t: float) -> ev.DaemonLaunched:
         """What opens an attached daemon's record in a session."""
@@ -598,43 +608,54 @@ class Supervisor:
             self._journal_copy.retarget(session.daemon_log_path)
         self._emit(self._attached(time.time()))
 
-    async def _probe(self) -> tuple[float | None, str | None]:
-        """One liveness probe: (uptime in seconds, None) when GetStatus or /status answers, else (None, why)."""
+    async def _probe(self) -> tuple[bool, float | None, str | None]:
+        """One liveness probe: (True, the daemon's uptime in seconds if it says, None) when GetStatus or
+        /status answers, else (False, None, why)."""
         try:
             status = await self.client.get_status(timeout=min(STATUS_TIMEOUT_S, self.liveness_interval * 2))
         except ClientError as error:
             grpc_says = f"GetStatus: {error.status_text or error}"
         else:
             self._probed = (time.monotonic(), status)
-            return float(status.uptime_seconds), None
+            return True, float(status.uptime_seconds), None
         if self.status_url is None:
-            return None, grpc_says
+            return False, None, grpc_says
         try:
             document = await fetch_status_json(self.status_url, timeout=self.liveness_interval * 2)
         except (StatusError, OSError, TimeoutError) as error:
-            return None, f"{grpc_says}; /status: {error or type(error).__name__}"
+            return False, None, f"{grpc_says}; /status: {error or type(error).__name__}"
         if document is None:
-            return None, f"{grpc_says}; /status: connection refused"
+            return False, None, f"{grpc_says}; /status: connection refused"
         uptime = document.get("uptime_secs")
-        return (float(uptime) if isinstance(uptime, int | float) else 0.0), None
+        return True, (float(uptime) if isinstance(uptime, int | float) else None), None
 
-    async def _watch_liveness(self, attached_t: float) -> None:
-        """Probe an attached daemon until closed; record readiness, silence and its end (see :meth:`attach`)."""
+    async def _watch_liveness(self) -> None:
+        """Probe an attached daemon until closed; record readiness, silence, its end and the next run at its
+        address (see :meth:`attach`)."""
         ready = False
+        began: float | None = None  # when the run watched now started, by its uptime
+        last_answer: float | None = None
         silent_since: float | None = None
         said_silent = False
-        while self._exit_task is None or not self._exit_task.done():
-            uptime, why = await self._probe()
+        while True:
+            answered, uptime, why = await self._probe()
             now = time.time()
-            if why is None:
+            exited = self._exit_task is not None and self._exit_task.done()
+            if answered:
+                started = now - uptime if uptime is not None else None
+                restarted = began is not None and started is not None and started - began > RESTARTED_AFTER_S
                 if not ready:
                     ready = True
                     self._start_journal(uptime)
                     self._emit(ev.DaemonReadyObserved(t=now, pid=self.pid, startup_s=0.0, uptime_s=uptime))
+                elif exited or restarted:
+                    await self._follow_restart(now, uptime, last_answer)
                 elif said_silent:
                     self._emit(ev.DaemonLiveness(now, True, "answers again", uptime))
-                silent_since, said_silent = None, False
-            else:
+                if started is not None and (began is None or exited or restarted):
+                    began = started
+                silent_since, said_silent, last_answer = None, False, now
+            elif not exited:  # a death seen (the pidfd) needs no word on the silence that follows it
                 silent_since = now if silent_since is None else silent_since
                 # Before the first answer, nothing there is said at once; a known daemon gets a grace.
                 due = not ready or now - silent_since >= SILENT_AFTER_S
@@ -644,7 +665,37 @@ class Supervisor:
                         self._start_journal(None)  # the log may tell why it does not answer
                     what = f"nothing answers at {self.listen}" if not ready else "the daemon stopped answering"
                     self._emit(ev.DaemonLiveness(now, False, f"{what} ({why})"))
-            await self._sleep_or_exit(self.liveness_interval)
+            if exited:
+                await asyncio.sleep(self.liveness_interval)  # watching the address for the next run
+            else:
+                await self._sleep_or_exit(self.liveness_interval)
+
+    async def _follow_restart(self, now: float, uptime: float | None, last_answer: float | None) -> None:
+        """A daemon answers at the attached address as a new run: the one watched was restarted (systemd's
+        ``Restart=``, an operator). Its end, if not seen, is recorded as unseen; the new run is attached to
+        as :meth:`attach` does, its pid the socket's owner when this user may see it, else unknown."""
+        if self._exit_task is None or not self._exit_task.done():
+            if self._exit_task is None:
+                evidence = ["its end was not seen (no pid to watch)"]
+            else:  # the pid watched still runs, yet another daemon serves the address: that one is watched now
+                evidence = [f"pid {self.pid} still runs, but no longer serves {self.listen}"]
+                self._exit_task.cancel()
+                if self._watch is not None:
+                    self._watch.close()
+            if last_answer is not None:
+                evidence.append(f"it last answered at {time.strftime('%H:%M:%S', time.localtime(last_answer))}")
+            up = f", up {uptime:.0f} s" if uptime is not None else ""
+            self.last_exit = ev.DaemonExited(
+                last_answer or now, self.pid, None, None, "unknown",
+                (*evidence, f"a new daemon run answers at {self.listen}{up}"),
+            )  # fmt: skip
+            self._emit(self.last_exit)
+        self.pid = await asyncio.to_thread(listener_pid, self.listen or "")
+        self._attached_run(now)
+        self._emit(ev.DaemonReadyObserved(t=now, pid=self.pid, startup_s=0.0, uptime_s=uptime))
+        pid = f"pid {self.pid}" if self.pid is not None else "pid unknown: the socket's owner is not this user's to see"
+        said = f"the daemon at {self.listen} was restarted: a new run answers there ({pid})"
+        self._emit(ev.Notice(now, "info", said))
 
     def _start_journal(self, uptime: float | None) -> None:
         """``journalctl -o cat -f -u UNIT`` appended to daemon.log: from this daemon run's start when its
@@ -722,13 +773,14 @@ class Supervisor:
 
     async def _observe_exit(self, watch: _ExitWatch) -> ev.DaemonExited:
         returncode = await watch.done
+        ended_t = time.time()  # the end's time, not the evidence's: a restarted daemon may log meanwhile
         watch.close()
         oom_after = self.cgroup.oom_kill_count() if self.cgroup is not None and self.program is not None else None
         kernel = None
         if (returncode is None or returncode == -signal.SIGKILL) and self.pid is not None:
             kernel = await asyncio.to_thread(kernel_oom_evidence, self.pid)
         exit = classify_exit(
-            t=time.time(),
+            t=ended_t,
             pid=self.pid,
             returncode=returncode,
             oom_kills_before=self._oom_before if oom_after is not None else None,

@@ -9,6 +9,7 @@ import os
 import shlex
 import signal
 import stat
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 
 from cuzktui import events as ev
 from cuzktui.cli import build_parser
+from cuzktui.client import DaemonClient
 from cuzktui.commands.tui import UsageError, attach_options
 from cuzktui.live import AttachTarget, LiveController, LiveOptions, find_detached_session
 from cuzktui.model import SessionModel
@@ -213,6 +215,80 @@ async def test_a_hung_daemon_is_said_to_stop_answering_and_to_answer_again(
         await supervisor.close(stop=False)
 
 
+def restart_engine(engine: EngineHandle, started: list[subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
+    """A new engine on ``engine``'s address, config and log, as systemd's ``Restart=`` starts one (killed by
+    the caller's ``started`` clean-up)."""
+    with engine.log_path.open("ab") as out:
+        proc = subprocess.Popen(
+            [*engine_program().argv, "-c", str(engine.config_path), "-l", engine.address],
+            stdout=out, stderr=out, stdin=subprocess.DEVNULL, env={**os.environ, "NO_COLOR": "1"},
+            start_new_session=True,
+        )  # fmt: skip
+    started.append(proc)
+    return proc
+
+
+@pytest.mark.parametrize("pid_visible", [True, False], ids=["socket owner", "pid unknown"])
+async def test_a_daemon_restarted_on_the_attached_address_is_its_next_run_and_the_counts_go_on(
+    tmp_path: Path, running_engine: EngineHandle, monkeypatch: pytest.MonkeyPatch, pid_visible: bool
+) -> None:
+    """systemd's Restart= after a SIGKILL: the address answers again, as the daemon's run 2. Watched without
+    its log, GetStatus's counts are all the session has: they go on from the first run's."""
+    from cuzktui.figures import proof_counts
+    from tests.engine.engine_harness import porep_request
+
+    if not pid_visible:  # another user's daemon, attached by address: only the probes can tell
+        monkeypatch.setattr("cuzktui.supervisor.listener_pid", lambda address: None)
+    session = tmp_path / "session"
+    target = AttachTarget(running_engine.address, pid=running_engine.proc.pid if pid_visible else None)
+    controller = LiveController(LiveOptions(program=None, session_dir=session, attach=target, sample_interval=0.2))
+    started: list[subprocess.Popen[bytes]] = []
+    await controller.start()
+    model = controller.model
+    try:
+        assert controller.supervisor is not None
+        controller.supervisor.liveness_interval = 0.2
+        await polled_until(controller, lambda: model.daemon.phase == "ready", "readiness")
+        async with DaemonClient(running_engine.address) as client:
+            for n in range(2):
+                await client.prove(porep_request(f"porep-1000-{n}"), timeout=60)
+        await polled_until(controller, lambda: proof_counts(model).completed == 2, "run 1's two proofs")
+        running_engine.proc.send_signal(signal.SIGKILL)
+        running_engine.proc.wait(10)
+        killed_t = time.time()
+        if pid_visible:
+            await polled_until(controller, lambda: model.daemon.phase == "dead", "the death, seen at once")
+        else:
+            await polled_until(controller, lambda: model.daemon.silent is not None, "the silence")
+        new = restart_engine(running_engine, started)
+        await polled_until(
+            controller, lambda: model.daemon.phase == "ready" and model.daemon.runs == 2, "the next run ready"
+        )
+        assert model.daemon.pid == (new.pid if pid_visible else None)
+        (_, exit), *_ = model.exits
+        if pid_visible:
+            assert exit.pid == running_engine.proc.pid and exit.returncode is None  # not our child
+        else:
+            assert exit.cause == "unknown" and "its end was not seen (no pid to watch)" in exit.evidence
+        async with DaemonClient(running_engine.address) as client:
+            await client.prove(porep_request("porep-1000-9"), timeout=60)
+        await polled_until(controller, lambda: proof_counts(model).completed == 3, "the later proof, counted on")
+        assert proof_counts(model).run_completed == 1
+        said = [n.text for n in model.notices]
+        pid_said = f"pid {new.pid}" if pid_visible else "pid unknown"
+        assert any("was restarted: a new run answers there" in text and pid_said in text for text in said), said
+        if pid_visible:
+            # The memory chart's gap: no sample between the death and the new run, its samples after.
+            relaunched = [e.t for e in of_type(session, ev.DaemonLaunched)][-1]
+            await polled_until(controller, lambda: (model.rss.last() or (0.0, 0.0))[0] > relaunched, "new samples")
+            assert not [t for t, _ in model.rss.points() if killed_t < t < relaunched]
+    finally:
+        await controller.shutdown(stop_daemon=False)
+        for proc in started:
+            proc.kill()
+            proc.wait(30)
+
+
 JOURNAL_LINES = (
     "2026-05-01T07:00:00.000000Z  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true",
     "TIMELINE,1200,SYNTH_START,porep-1000-17,partition=0",
@@ -298,7 +374,9 @@ async def test_leave_running_says_what_keeps_running_and_one_attach_line_continu
             await polled_until(
                 second, lambda: d.daemon.mode == "attached" and d.daemon.phase == "ready", "the re-attach ready"
             )
-            assert second.model.daemon.runs == 2, "the first run of the session is still there"
+            # The session goes on (its launch, then this attach) with the same daemon run its log shows.
+            assert len(of_type(session, ev.DaemonLaunched)) == 2
+            assert second.model.daemon.runs == 1 and len(second.model.timeline.segments) == 1
             assert second.running_config_source() is not None and str(config) in str(second.running_config_source())
         finally:
             await second.shutdown(stop_daemon=False)
