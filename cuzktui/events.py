@@ -118,6 +118,17 @@ class DaemonStarting:
 
 
 @dataclass(frozen=True, slots=True)
+class EngineShutdown:
+    """``received SIGINT, shutting down`` (main.rs, its SIGINT handler) or ``shutting down cuzk engine``
+    (engine.rs ``Engine::shutdown``, called only from that handler): the engine's dispatchers and workers
+    stop, while gRPC and /status keep serving; a proof sent afterwards is enqueued and never proved
+    (docs/daemon-interface.md §2). ``sigint``: the handler's own line."""
+
+    ts: float | None
+    sigint: bool
+
+
+@dataclass(frozen=True, slots=True)
 class EngineStarted:
     """``starting cuzk engine``: the TIMELINE epoch (offset 0) of this daemon run."""
 
@@ -331,6 +342,7 @@ LogEvent = (
     | CuzkTiming
     | DaemonStarting
     | EngineStarted
+    | EngineShutdown
     | DaemonReady
     | BudgetInitialized
     | PipelineConfigured

@@ -133,6 +133,26 @@ def bench_per_hour(bench: BenchState, now: float | None) -> float | None:
     return bench.completed * 3_600_000.0 / bench.box_ms(round((now - bench.started_t) * 1000))
 
 
+def not_proving(model: SessionModel) -> str | None:
+    """Why a daemon that answers will never prove again, with what to do; None while it proves.
+
+    On SIGINT the daemon (main.rs, engine.rs ``Engine::shutdown``) stops its dispatchers and workers but
+    keeps serving gRPC and /status: a proof sent afterwards is enqueued and never answered
+    (docs/daemon-interface.md §2). Only a new process proves again.
+    """
+    d = model.daemon
+    if d.engine_shutdown is None or d.phase not in ("starting", "ready"):
+        return None
+    if d.mode in ("engine", "real"):
+        how = "quit with s (stop) and launch it again, or apply a knob change (Knobs, ctrl+s)"
+    else:
+        how = "under systemd: systemctl restart its unit; else SIGTERM it and start it again"
+    return (
+        "its engine stopped at a SIGINT: it still answers gRPC and /status and accepts proofs, "
+        f"which it will never prove. Restart it ({how})"
+    )
+
+
 def apply_stage(model: SessionModel, runs_before: int) -> str:
     """Where an apply stands, read from the model: the daemon's run counter and phase."""
     daemon = model.daemon
@@ -152,6 +172,8 @@ def status_line(model: SessionModel, clock: ReplayClock | None, bench_running: b
         state = f"starting: loading SRS {daemon.srs_loading}"
     if daemon.silent is not None and daemon.phase != "dead":
         state = "NOT ANSWERING"
+    elif not_proving(model) is not None:
+        state = "NOT PROVING since a SIGINT: restart it"
     elif daemon.phase == "dead" and bench_running:
         # The benchmark's hand-over stops our daemon before the runner starts its own: not a death.
         state = "handing the daemon over to the benchmark"

@@ -35,6 +35,7 @@ from .events import (
     CuzkTiming,
     DaemonReady,
     DaemonStarting,
+    EngineShutdown,
     EngineStarted,
     Eviction,
     FatalErrorLine,
@@ -453,6 +454,10 @@ def _daemon_starting(record: LogRecord) -> LogEvent:
     return DaemonStarting(record.ts)
 
 
+def _engine_shutdown(sigint: bool) -> _Builder:
+    return lambda record: EngineShutdown(record.ts, sigint)
+
+
 def _engine_started(record: LogRecord) -> LogEvent:
     flag = record.fields.get("pipeline_enabled")
     return EngineStarted(record.ts, None if flag is None else flag == "true")
@@ -626,6 +631,8 @@ _SELF_CHECK_FAILED: Final = tuple(
 _NOTABLE: Final[dict[str, _Builder]] = {
     M.DAEMON_STARTING: _daemon_starting,
     M.STARTING_ENGINE: _engine_started,
+    M.RECEIVED_SIGINT: _engine_shutdown(sigint=True),
+    M.SHUTTING_DOWN_ENGINE: _engine_shutdown(sigint=False),
     M.MEMORY_BUDGET_INITIALIZED: _budget,
     "starting pipeline: synthesis task + GPU workers (budget-gated)": _pipeline,
     "loading SRS from disk": _srs_loading,

@@ -122,6 +122,8 @@ class DaemonState:
     runs: int = 0
     uptime_s: float | None = None  # the daemon's own uptime when it first answered (GetStatus)
     silent: ev.DaemonLiveness | None = None  # an attached daemon not answering now (the last state is kept)
+    # A SIGINT stopped this run's engine (main.rs, engine.rs Engine::shutdown): it answers, and never proves.
+    engine_shutdown: ev.EngineShutdown | None = None
     start_error: ev.StartFailed | None = None  # the last launch or attach failed (a later launch clears it)
 
 
@@ -523,6 +525,16 @@ class SessionModel:
             d.gpu_worker_count = event.total_workers
         elif isinstance(event, ev.FatalErrorLine):
             d.fatal_error = event.context
+        elif isinstance(event, ev.EngineShutdown):
+            daemon_changed = d.engine_shutdown is None
+            if daemon_changed:
+                d.engine_shutdown = event
+                self._notice(
+                    ts,
+                    "error",
+                    "daemon: received SIGINT: its engine stopped its workers, yet it still answers gRPC and /status "
+                    "and accepts proofs it will never prove (they wait forever): restart it",
+                )
         elif isinstance(event, ev.Eviction):
             self._on_eviction(event, ts)
         elif isinstance(event, ev.BudgetStall):
@@ -533,6 +545,7 @@ class SessionModel:
                 self._warned.clear()
                 self._run_begins("log")  # after _log_lifecycle: a bare log's restart ends the run before
                 self.daemon.runs = self.runs()
+                self.daemon.engine_shutdown = None  # a new process: its engine proves
                 daemon_changed = True
         elif isinstance(event, ev.LogRecord) and event.level in ("WARN", "ERROR"):
             self.warnings.append(event)

@@ -89,6 +89,14 @@ def _reason(job: Job, model: SessionModel, exits: dict[int, ev.DaemonExited]) ->
         return lost_reason(job)
     phase = _phase_of(job)
     segment = model.timeline.segments[job.segment]
+    if segment.shutdown_at is not None:
+        # main.rs / engine.rs: a SIGINT stops the engine's workers while gRPC keeps taking proofs.
+        if job.first_time is None or job.first_time >= segment.shutdown_at:
+            return (
+                "enqueued after the daemon's SIGINT: its engine had stopped, so it was never proved (the daemon "
+                "keeps accepting proofs after a SIGINT; restart it)"
+            )
+        return f"abandoned at the daemon's SIGINT with the job {phase}: its engine stopped its workers"
     if segment.ended:
         exit_event = exits.get(job.segment)
         if exit_event is not None:

@@ -45,6 +45,7 @@ from .events import (
     CuzkTiming,
     DaemonStarting,
     DetailLines,
+    EngineShutdown,
     EngineStarted,
     FinTiming,
     GpuTiming,
@@ -281,6 +282,8 @@ class Segment:
     lost: int = 0
     ended: bool = False
     pipeline_enabled: bool | None = None  # "starting cuzk engine pipeline_enabled=…"
+    # When a SIGINT stopped this run's engine (axis time; EngineShutdown): it proved nothing after it.
+    shutdown_at: float | None = None
 
     def _see(self, t: float) -> None:
         if self.first_time is None or t < self.first_time:
@@ -471,6 +474,16 @@ class Timeline:
             segment.origin = event.ts
             segment.anchored = True
             self._see(segment, event.ts)
+        return True
+
+    def _on_engine_shutdown(self, event: EngineShutdown) -> bool:
+        segment = self._current()
+        if segment.shutdown_at is not None:
+            return False  # the handler's line, then the engine's: the first says when
+        t = self._axis_time(segment, event.ts)
+        segment.shutdown_at = t if t is not None else segment.origin
+        if t is not None:
+            self._see(segment, t)
         return True
 
     def _on_log_record(self, event: LogRecord) -> bool:
@@ -1148,6 +1161,7 @@ _HANDLERS: Final[dict[type[Any], Callable[[Timeline, Any], bool]]] = {
     ProofFailedLine: Timeline._on_failed,
     DaemonStarting: Timeline._on_daemon_starting,
     EngineStarted: Timeline._on_engine_started,
+    EngineShutdown: Timeline._on_engine_shutdown,
     LogRecord: Timeline._on_log_record,
     JobQueued: Timeline._on_queued,
     MonolithicProcessing: Timeline._on_monolithic_processing,

@@ -279,7 +279,7 @@ async def test_a_daemon_restarted_on_the_attached_address_is_its_next_run_and_th
         assert any("was restarted: a new run answers there" in text and pid_said in text for text in said), said
         if pid_visible:
             # The memory chart's gap: no sample between the death and the new run, its samples after.
-            relaunched = [e.t for e in of_type(session, ev.DaemonLaunched)][-1]
+            relaunched = [e.t for e in recorded(session) if isinstance(e, ev.DaemonLaunched)][-1]
             await polled_until(controller, lambda: (model.rss.last() or (0.0, 0.0))[0] > relaunched, "new samples")
             assert not [t for t, _ in model.rss.points() if killed_t < t < relaunched]
     finally:

@@ -14,6 +14,7 @@ from cuzktui.events import (
     CuzkTiming,
     DaemonReady,
     DaemonStarting,
+    EngineShutdown,
     EngineStarted,
     FatalErrorLine,
     FinTiming,
@@ -289,6 +290,9 @@ TS = "2026-05-01T07:00:00.500000Z"
     ("rest", "expected"),
     [
         ("cuzk_daemon: cuzk-daemon starting", DaemonStarting(T0 + 0.5)),
+        # main.rs's SIGINT handler, then engine.rs Engine::shutdown: the engine stops, the server serves on.
+        ("cuzk_daemon: received SIGINT, shutting down", EngineShutdown(T0 + 0.5, sigint=True)),
+        ("cuzk_core::engine: shutting down cuzk engine", EngineShutdown(T0 + 0.5, sigint=False)),
         ("cuzk_core::engine: starting cuzk engine pipeline_enabled=true", EngineStarted(T0 + 0.5, True)),
         ("cuzk_core::engine: starting cuzk engine pipeline_enabled=false", EngineStarted(T0 + 0.5, False)),
         ("cuzk_daemon: cuzk-daemon ready, serving on 0.0.0.0:9820", DaemonReady(T0 + 0.5, "0.0.0.0:9820")),

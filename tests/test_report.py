@@ -19,7 +19,8 @@ import pytest
 from cuzktui import events as ev
 from cuzktui.cli import main
 from cuzktui.client import snapshot_from_status
-from cuzktui.controller import ControllerError
+from cuzktui.controller import ControllerError, Identity
+from cuzktui.figures import not_proving, status_line
 from cuzktui.model import SessionModel
 from cuzktui.replay import ReplayController
 from cuzktui.report import build_report, render_text
@@ -634,3 +635,38 @@ def test_a_bare_logs_report_and_export_load_none_of_the_configs_modules(tmp_path
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert done.stdout.splitlines()[-1] == "[]"
+
+
+def test_after_a_sigint_the_daemon_is_not_proving_and_the_report_says_why_jobs_wait(tmp_path: Path) -> None:
+    """cuzk-daemon main.rs on SIGINT: its handler's line, engine.rs Engine::shutdown's, the workers' last
+    lines; the server serves on, and a proof sent afterwards is enqueued and never proved (§2)."""
+    from cuzktui.ui.widgets.panels import daemon_content  # the UI's, loaded only here
+
+    lines = [
+        *startup(),
+        enqueue(2.0, "porep-in-flight"),
+        dequeue(2.1, "porep-in-flight"),
+        timeline(1500, "SYNTH_START", "porep-in-flight", "partition=0"),
+        human(4.0, "received SIGINT, shutting down", target="cuzk_daemon"),
+        human(4.0, "shutting down cuzk engine"),
+        human(4.0, "synthesis worker received shutdown", sw_id=0),
+        human(4.1, "pipeline GPU worker stopped", worker_id=0),
+        enqueue(9.0, "porep-after"),  # SubmitProof still answers
+    ]
+    path = write_log(tmp_path, lines)
+    _, model = load_session(path)
+    stopped = not_proving(model)
+    assert stopped is not None and "SIGINT" in stopped and "Restart it" in stopped
+    assert status_line(model, None, bench_running=False).startswith("NOT PROVING")
+    panel = daemon_content(model, Identity("replay", "replay of daemon.log", None)).plain
+    assert "NOT PROVING for 5s" in panel and "it will never prove" in panel
+    assert "READY" not in panel
+    reasons = statuses(report_of(path))
+    assert reasons["porep-after"][1].startswith("enqueued after the daemon's SIGINT: its engine had stopped")
+    assert reasons["porep-in-flight"][1] == (
+        "abandoned at the daemon's SIGINT with the job in synthesis: its engine stopped its workers"
+    )
+    assert "still waiting" not in render_text(report_of(path))
+    # A new process proves again: the next start clears it.
+    model.apply(ev.DaemonStarting(model.last_t + 10 if model.last_t is not None else 0.0))
+    assert not_proving(model) is None

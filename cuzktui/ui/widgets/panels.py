@@ -19,7 +19,7 @@ from ... import events as ev
 from ...advice import knob_hints
 from ...controller import Identity
 from ...diagnosis import client_view
-from ...figures import bench_per_hour, clock_label, proof_counts, session_rate
+from ...figures import bench_per_hour, clock_label, not_proving, proof_counts, session_rate
 from ...model import SessionModel
 from ...units import format_duration as duration
 from ...units import format_size
@@ -81,6 +81,8 @@ def daemon_content(model: SessionModel, identity: Identity) -> Content:
     facts = []
     if d.pid is not None:
         facts.append(f"pid {d.pid}")
+    elif d.mode == "attached":
+        facts.append("pid unknown")  # the socket's owner is not this user's to see, and no --pid
     uptime = model.daemon_uptime()
     if uptime is not None and d.silent is None:
         facts.append(f"up {duration(uptime)}")
@@ -93,6 +95,12 @@ def daemon_content(model: SessionModel, identity: Identity) -> Content:
         since = f" for {duration(now - d.silent.t)}" if now is not None else ""
         parts += [(" NOT ANSWERING ", "bold reverse $error"), f"  {' · '.join(facts)}\n"]
         parts.append((f"  {d.silent.detail}; silent{since} — showing the last state\n", "$error"))
+    elif (stopped := not_proving(model)) is not None:
+        # It answers, so it would read as ready: what matters is that nothing it takes will be proved.
+        at = d.engine_shutdown.ts if d.engine_shutdown is not None else None
+        since = f" for {duration(now - at)}" if now is not None and at is not None else ""
+        parts += [(f" NOT PROVING{since} ", "bold reverse $error"), f"  {' · '.join(facts)}\n"]
+        parts.append((f"  {stopped}\n", "$error"))
     else:
         parts += [(d.phase.upper(), state_style[d.phase]), "  " + " · ".join(facts) + "\n"]
     if d.phase == "dead" and d.exit is not None:
