@@ -435,6 +435,8 @@ class DaemonExited:
     error_report: str | None = None
     # Why, when the evidence says (an OOM kill by a budget above the memory limit): cuzktui.diagnosis.
     root_cause: str | None = None
+    # A stop that hands the daemon over (supervisor.HANDED_TO_*, BENCHMARK_OVER): a planned step, never a death.
+    handover: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -163,7 +163,7 @@ def apply_stage(model: SessionModel, runs_before: int) -> str:
     return "saving the config and draining proofs in flight"
 
 
-def status_line(model: SessionModel, clock: ReplayClock | None, bench_running: bool, tuning: bool = False) -> str:
+def status_line(model: SessionModel, clock: ReplayClock | None) -> str:
     """The line every screen shows first: the daemon's state and, in a replay, where the cursor is, the
     speed and the keys that change them (the footer is cut on a narrow terminal; this line never is)."""
     daemon = model.daemon
@@ -174,11 +174,9 @@ def status_line(model: SessionModel, clock: ReplayClock | None, bench_running: b
         state = "NOT ANSWERING"
     elif not_proving(model) is not None:
         state = "NOT PROVING since a SIGINT: restart it"
-    elif daemon.phase == "dead" and bench_running:
-        # The benchmark's hand-over stops our daemon before the runner starts its own: not a death.
-        state = "handing the daemon over to the benchmark"
-    elif daemon.phase == "dead" and tuning:
-        state = "the daemon is handed over to the knob search (Tune, 8)"  # LiveController.start_tune
+    elif daemon.phase == "dead" and daemon.exit is not None and daemon.exit.handover is not None:
+        # A benchmark's or a knob search's hand-over, either way: a planned stop, never a death.
+        state = daemon.exit.handover
     elif daemon.phase == "none" and daemon.start_error is not None:
         state = "NOT STARTED"
     if clock is None:

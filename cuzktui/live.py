@@ -56,6 +56,8 @@ from .proofinputs import RequestParams
 from .recording import DaemonRecorder
 from .session import SessionFollower, SessionWriter, list_sessions, open_private_append, read_meta
 from .supervisor import (
+    HANDED_TO_BENCHMARK,
+    HANDED_TO_TUNE,
     DaemonProgram,
     DaemonStartError,
     InFlight,
@@ -790,7 +792,7 @@ class LiveController(LocalQueries):
         if s is None or session is None:
             raise ControllerError("no daemon was launched (see the start error)")
         if s.running:
-            await s.stop()  # the runner takes the daemon over (see the module docstring)
+            await s.stop(handover=HANDED_TO_BENCHMARK)  # the runner takes the daemon over (module docstring)
         config_path = session.path / "bench-config.toml"
         await asyncio.to_thread(save_atomic, self._config_text or "", config_path, mode=0o600)
         program = self.options.program
@@ -880,7 +882,7 @@ class LiveController(LocalQueries):
             "request": [],  # the form gives the input file alone: the rest from the files beside it
         }  # fmt: skip
         if s.running:
-            await s.stop()  # each trial's benchmark launches its own daemon (see the module docstring)
+            await s.stop(handover=HANDED_TO_TUNE)  # each trial's benchmark launches its own daemon
         self._tune = run
         self._notice("info", f"knob search started: up to {request.trials} trials; trials in {directory}")
         run.task = asyncio.create_task(self._run_tune(run, budget_s, resume_args))

@@ -65,6 +65,12 @@ _POLL_S: Final = 0.1
 JOURNAL_COPY_END_S: Final = 10.0
 # How much of daemon.log's tail is searched for a fatal report.
 _REPORT_TAIL_BYTES: Final = 64 * 1024
+# The planned stops (DaemonExited.handover), as the dashboard says them: the TUI hands its daemon to a
+# benchmark runner or a knob search, which launch their own (live.py); a runner stops its daemon when its
+# benchmark is over, and the TUI that started it launches its own again (commands/bench.py).
+HANDED_TO_BENCHMARK: Final = "handed over to the benchmark runner"
+HANDED_TO_TUNE: Final = "handed over to the knob search (Tune, 8)"
+BENCHMARK_OVER: Final = "handed back: the benchmark is over"
 
 EventSink = Callable[[ev.ObservedEvent], None]
 
@@ -423,6 +429,7 @@ class Supervisor:
         self._journal: subprocess.Popen[bytes] | None = None
         self._journal_copy: PipeCopy | None = None
         self._config_text: str | None = None  # the running config, for the exit's root cause
+        self._handover: str | None = None  # the planned stop under way (stop's ``handover``)
 
     # -- events ---------------------------------------------------------------------------
 
@@ -521,6 +528,7 @@ class Supervisor:
             os.close(log_fd)
         self.pid = self._proc.pid
         self._sent_signals = []
+        self._handover = None
         launched_t = time.time()
         self._emit(
             ev.DaemonLaunched(
@@ -791,6 +799,8 @@ class Supervisor:
             kernel_evidence=kernel,
             budget=self._budget_facts(),
         )
+        if exit.cause == "stopped" and self._handover is not None:
+            exit = dataclasses.replace(exit, handover=self._handover)
         self.last_exit = exit
         self._emit(exit)
         return exit
@@ -881,12 +891,14 @@ class Supervisor:
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, number)
 
-    async def stop(self, grace: float | None = None) -> ev.DaemonExited:
-        """SIGTERM, then SIGKILL after ``grace`` seconds; returns the exit diagnosis."""
+    async def stop(self, grace: float | None = None, handover: str | None = None) -> ev.DaemonExited:
+        """SIGTERM, then SIGKILL after ``grace`` seconds; returns the exit diagnosis, which names the
+        ``handover`` this stop is (HANDED_TO_BENCHMARK, …) when the daemon ended as asked."""
         if self._exit_task is None or self._exit_task.done():
             if self.last_exit is not None:
                 return self.last_exit
             raise SupervisorError("no daemon process to stop (attached without a pid?)")
+        self._handover = handover
         self.send_signal(signal.SIGTERM)
         done, _ = await asyncio.wait([self._exit_task], timeout=self.stop_grace if grace is None else grace)
         if not done:
@@ -899,10 +911,11 @@ class Supervisor:
             await self.stop()
         return await self.start(config_text, changes)
 
-    async def close(self, stop: bool = True) -> None:
-        """Release what the supervisor holds; with ``stop`` the daemon is stopped and its cgroup removed."""
+    async def close(self, stop: bool = True, handover: str | None = None) -> None:
+        """Release what the supervisor holds; with ``stop`` the daemon is stopped (as ``handover``, see
+        :meth:`stop`) and its cgroup removed."""
         if stop and self.running and self.pid is not None and self.program is not None:
-            await self.stop()
+            await self.stop(handover=handover)
         if self._liveness_task is not None:
             self._liveness_task.cancel()
             await asyncio.gather(self._liveness_task, return_exceptions=True)

@@ -25,7 +25,7 @@ from cuzktui.live import AttachTarget, LiveController, LiveOptions, find_detache
 from cuzktui.model import SessionModel
 from cuzktui.samplers import listener_pid
 from cuzktui.session import SessionWriter, iter_session_events
-from cuzktui.supervisor import Supervisor, engine_program
+from cuzktui.supervisor import HANDED_TO_BENCHMARK, Supervisor, engine_program
 from tests.conftest import EngineHandle, alive, fast_engine_config, require_engine
 
 DEADLINE_S = 30.0
@@ -120,6 +120,17 @@ def test_silence_is_shown_and_the_last_state_kept_until_the_daemon_answers_again
     model.apply(ev.DaemonLiveness(1015.0, True, "answers again", 75.0))
     text = daemon_content(model, Identity("attached", "attached to 127.0.0.1:9820", None)).plain
     assert "NOT ANSWERING" not in text and "READY" in text
+
+
+def test_an_attached_daemon_whose_pid_is_not_visible_says_so() -> None:
+    from cuzktui.controller import Identity
+    from cuzktui.ui.widgets.panels import daemon_content
+
+    model = SessionModel()
+    model.apply(ev.DaemonLaunched(1000.0, "attached", None, (), None, "unix:///run/curio/cuzk.sock", None))
+    model.apply(ev.DaemonReadyObserved(1000.5, None, 0.0, uptime_s=60.0))
+    text = daemon_content(model, Identity("attached", "attached to unix:///run/curio/cuzk.sock", None)).plain
+    assert "READY  pid unknown · up 1m" in text
 
 
 # -- against the engine ---------------------------------------------------------------------------
@@ -464,6 +475,9 @@ async def test_a_benchmark_left_running_shows_after_re_attaching_with_the_printe
         await first.start_bench(BenchRequest("porep", 3, 1))
         runner = first._bench_proc
         assert runner is not None
+        # The TUI's daemon, stopped for the runner: a hand-over, not a death (issue 27 point 10).
+        (handed,) = of_type(tmp_path / "session", ev.DaemonExited)
+        assert isinstance(handed, ev.DaemonExited) and handed.handover == HANDED_TO_BENCHMARK
         await first.shutdown(stop_daemon=False)
         assert runner.poll() is None, "the runner keeps going after the TUI left"
         lines = first.farewell().splitlines()

@@ -13,6 +13,7 @@ import pytest
 from cuzktui import events as ev
 from cuzktui.cli import main
 from cuzktui.session import iter_session_events
+from cuzktui.supervisor import BENCHMARK_OVER
 from tests.conftest import TEST_TIME_SCALE, memory_cgroup_or_skip, require_engine
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -131,6 +132,9 @@ def test_a_quick_engine_bench_prints_the_json_summary(tmp_path: Path) -> None:
     samples = [e for e in recorded if isinstance(e, ev.MemorySample)]
     assert samples and all(e.rss_bytes for e in samples), "the runner samples its daemon's memory"
     assert any(isinstance(e, ev.StatusSnapshot) for e in recorded), "the engine's /status is polled"
+    # Its daemon stopped at the end: a planned hand-back, never shown as a death (issue 27 point 10).
+    (exit,) = [e for e in recorded if isinstance(e, ev.DaemonExited)]
+    assert (exit.cause, exit.handover) == ("stopped", BENCHMARK_OVER)
     meta = json.loads((session / "meta.json").read_text())
     assert meta["mode"] == "engine" and meta["host"]
     assert meta["memcheck"]["effective_ram_bytes"] > 0 and "gpu_state" in meta["memcheck"]

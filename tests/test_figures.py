@@ -14,6 +14,7 @@ from cuzktui.figures import (
     timeline_now,
 )
 from cuzktui.model import SessionModel
+from cuzktui.supervisor import HANDED_TO_BENCHMARK
 from cuzktui.units import format_duration
 
 T0 = 1_767_225_600.0
@@ -151,16 +152,19 @@ class Clock:
 
 def test_the_status_line_names_a_failed_start_and_a_replay_s_cursor_speed_and_keys() -> None:
     model = SessionModel()
-    assert status_line(model, None, bench_running=False) == "no daemon"
+    assert status_line(model, None) == "no daemon"
     model.apply(ev.StartFailed(T0, "the daemon binary /opt/cuzk-daemon does not exist: nothing was launched"))
-    assert status_line(model, None, bench_running=False) == "NOT STARTED"
+    assert status_line(model, None) == "NOT STARTED"
     model.apply(ev.DaemonLaunched(T0 + 1, "engine", 7, ("cuzk-engine",), None, "127.0.0.1:9820", None))
     model.apply(ev.DaemonReadyObserved(T0 + 3, 7, 2.0))
-    assert status_line(model, None, bench_running=False) == "ready"
+    assert status_line(model, None) == "ready"
     at = format_duration(130.0)
-    assert status_line(model, Clock(T0 + 130, 20, True), bench_running=False) == (
+    assert status_line(model, Clock(T0 + 130, 20, True)) == (
         f"ready · replay playing {at} / 5m x20 (space pause, < > speed)"
     )
-    model.apply(ev.DaemonExited(T0 + 200, 7, -9, 9, "stopped"))
-    assert status_line(model, None, bench_running=True) == "handing the daemon over to the benchmark"
-    assert status_line(model, None, False, tuning=True) == "the daemon is handed over to the knob search (Tune, 8)"
+    model.apply(ev.DaemonExited(T0 + 200, 7, -15, 15, "stopped", handover=HANDED_TO_BENCHMARK))
+    assert status_line(model, None) == "handed over to the benchmark runner"
+    # The runner's own daemon crashing is a death, whoever holds the daemon.
+    model.apply(ev.DaemonLaunched(T0 + 201, "engine", 8, ("cuzk-engine",), None, "127.0.0.1:9820", None))
+    model.apply(ev.DaemonExited(T0 + 210, 8, -11, 11, "signal"))
+    assert status_line(model, None) == "DEAD"

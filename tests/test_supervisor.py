@@ -20,6 +20,7 @@ from cuzktui.client import fetch_status_json
 from cuzktui.proto import proving_pb2 as pb
 from cuzktui.session import SessionWriter, iter_session_events
 from cuzktui.supervisor import (
+    HANDED_TO_BENCHMARK,
     DaemonStartError,
     Supervisor,
     classify_exit,
@@ -157,7 +158,13 @@ async def test_sigterm_stop_is_classified_as_stopped_by_that_signal(
     assert (exit.cause, exit.signal) == ("stopped", signal.SIGTERM)
     assert "SIGTERM was sent by the supervisor" in exit.evidence
     assert seen[-1] == exit
-    assert not supervisor.running
+    assert not supervisor.running and exit.handover is None
+    # A stop that hands the daemon over says so (issue 27 point 10); the next run's plain stop does not.
+    await supervisor.start(_config())
+    handed = await supervisor.stop(handover=HANDED_TO_BENCHMARK)
+    assert (handed.cause, handed.handover) == ("stopped", HANDED_TO_BENCHMARK)
+    await supervisor.start(_config())
+    assert (await supervisor.stop()).handover is None
 
 
 async def test_restart_applies_a_changed_knob(supervised: tuple[Supervisor, list[ev.ObservedEvent]]) -> None:

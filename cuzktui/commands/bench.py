@@ -43,6 +43,7 @@ from ..proto import proving_pb2 as pb
 from ..recording import DaemonRecorder
 from ..session import SessionWriter
 from ..supervisor import (
+    BENCHMARK_OVER,
     DaemonProgram,
     DaemonStartError,
     Supervisor,
@@ -204,7 +205,7 @@ async def _run(plan: _Plan, session: SessionWriter) -> BenchSummary | str:
             # Before close removes the group: the run's true peak (cuzk-tui tune weighs it against the limit).
             with contextlib.suppress(OSError):
                 session.write_meta({"cgroup_peak_bytes": supervisor.cgroup.peak_bytes()})
-        await supervisor.close(stop=True)
+        await supervisor.close(stop=True, handover=BENCHMARK_OVER)
 
 
 def run_bench(args: argparse.Namespace) -> int:

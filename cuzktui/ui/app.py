@@ -240,9 +240,7 @@ class CuzkApp(App[None]):
                 refresh()
             except Exception as exc:
                 self.notify(f"{type(screen).__name__}: {exc}", severity="error")
-        tune = self.controller.tune_snapshot()
-        tuning = tune is not None and tune.state == "running"
-        status = status_line(model, self.controller.clock, self.controller.bench_running(), tuning)
+        status = status_line(model, self.controller.clock)
         backlog = self.controller.log_backlog()
         if backlog:
             status += f" · catching up on the log: {format_size(backlog)} unread"

@@ -9,9 +9,11 @@ from typing import Any
 from textual.widgets import Input, Static
 
 from cuzktui import events as ev
+from cuzktui.supervisor import BENCHMARK_OVER, HANDED_TO_BENCHMARK
 from cuzktui.ui.app import CuzkApp
 from cuzktui.ui.modals import ConfirmModal, QuitScreen
 from cuzktui.ui.screens.knobs import KnobsScreen
+from cuzktui.ui.widgets.panels import Panel
 from tests.ui.conftest import settle
 from tests.ui.fakes import T0, FakeController, ScreenApp, build_model
 
@@ -104,14 +106,23 @@ async def test_the_header_explains_a_benchmark_hand_over_and_a_silent_daemon() -
     model = build_model([])
     model.apply(ev.DaemonLaunched(T0, "engine", 5, ("cuzk-engine",), None, "unix:///s", None))
     model.apply(ev.DaemonReadyObserved(T0 + 1, 5, 1.0))
-    model.apply(ev.DaemonExited(T0 + 2, 5, -15, 15, "stopped"))
+    model.apply(ev.DaemonExited(T0 + 2, 5, -15, 15, "stopped", ("killed by SIGTERM",), handover=HANDED_TO_BENCHMARK))
     fake = FakeController(model, running=False)
-    fake.bench_is_running = True
     app = CuzkApp(fake, poll_interval=1000)
     async with app.run_test() as pilot:
         await settle(pilot)
-        assert app.sub_title.startswith("handing the daemon over to the benchmark")
-        assert "DEAD" not in app.sub_title
+        assert app.sub_title.startswith("handed over to the benchmark runner")
+        shown = app.screen.query_one("#daemon", Panel)._shown
+        assert shown is not None and "HANDED OVER" in shown.plain and "DEAD" not in shown.plain + app.sub_title
+        # The runner's daemon, stopped at the benchmark's end until the TUI launches its own: no death either.
+        model.apply(ev.DaemonLaunched(T0 + 2.5, "engine", 6, ("cuzk-engine",), None, "unix:///s", None))
+        model.apply(ev.DaemonExited(T0 + 2.8, 6, -15, 15, "stopped", ("killed by SIGTERM",), handover=BENCHMARK_OVER))
+        app.refresh_visible()
+        await settle(pilot)
+        shown = app.screen.query_one("#daemon", Panel)._shown
+        assert app.sub_title.startswith("handed back: the benchmark is over")
+        assert shown is not None and "HANDED OVER" in shown.plain and "handed back" in shown.plain
+        assert "DEAD" not in shown.plain and "SIGTERM" in shown.plain  # the evidence stays, dim
         model.apply(ev.DaemonLaunched(T0 + 3, "attached", None, (), None, "127.0.0.1:9820", None))
         model.apply(ev.DaemonLiveness(T0 + 4, False, "nothing answers at 127.0.0.1:9820 (GetStatus: refused)"))
         app.refresh_visible()

@@ -101,6 +101,9 @@ def daemon_content(model: SessionModel, identity: Identity) -> Content:
         since = f" for {duration(now - at)}" if now is not None and at is not None else ""
         parts += [(f" NOT PROVING{since} ", "bold reverse $error"), f"  {' · '.join(facts)}\n"]
         parts.append((f"  {stopped}\n", "$error"))
+    elif d.phase == "dead" and d.exit is not None and d.exit.handover is not None:
+        # The TUI gave its daemon to a benchmark or a knob search, or took it back: planned, not a death.
+        parts += [("HANDED OVER", "bold $accent"), "  " + " · ".join(facts) + "\n"]
     else:
         parts += [(d.phase.upper(), state_style[d.phase]), "  " + " · ".join(facts) + "\n"]
     if d.phase == "dead" and d.exit is not None:
@@ -165,6 +168,8 @@ def start_error_content(model: SessionModel) -> Content | None:
 
 
 def _exit_headline(exit: ev.DaemonExited) -> str:
+    if exit.handover is not None:
+        return exit.handover
     how = f"exit {exit.returncode}" if exit.returncode is not None else ""
     if exit.signal is not None:
         how = f"{how}, signal {exit.signal}" if how else f"signal {exit.signal}"
