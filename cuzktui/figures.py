@@ -147,9 +147,10 @@ def not_proving(model: SessionModel) -> str | None:
         how = "quit with s (stop) and launch it again, or apply a knob change (Knobs, ctrl+s)"
     else:
         how = "under systemd: systemctl restart its unit; else SIGTERM it and start it again"
+    # What to do first: a narrow panel cuts the rest.
     return (
-        "its engine stopped at a SIGINT: it still answers gRPC and /status and accepts proofs, "
-        f"which it will never prove. Restart it ({how})"
+        "restart it: a SIGINT stopped its engine; it still answers gRPC and /status and accepts proofs, "
+        f"which it will never prove ({how})"
     )
 
 

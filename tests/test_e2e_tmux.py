@@ -32,13 +32,15 @@ from pathlib import Path
 import pytest
 
 from cuzktui import events as ev
+from cuzktui.client import DaemonClient
 from cuzktui.config import ConfigDocument
 from cuzktui.daemon_address import DAEMON_DEFAULT_LISTEN
 from cuzktui.report import build_report
 from cuzktui.session import iter_session_events, load_session
 from cuzktui.supervisor import engine_program
 from cuzktui.waterfall_layout import RunBoundary, run_boundary
-from tests.conftest import alive, fast_engine_config, standin_daemon_on_path
+from tests.conftest import alive, fast_engine_config, standin_daemon_on_path, wait_until_serving
+from tests.engine.engine_harness import porep_request
 
 pytestmark = [
     pytest.mark.slow,
@@ -278,14 +280,34 @@ def test_leave_running_prints_one_attach_line_that_shows_the_benchmark_again(e2e
         tmux.keys("s")
 
 
+def _engine_on(config: Path, log: Path) -> subprocess.Popen[bytes]:
+    """cuzk-engine with ``config`` (its own address), appending to ``log``: as systemd runs the daemon."""
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [*engine_program().argv, "-c", str(config)], stdout=out, stderr=out, stdin=subprocess.DEVNULL,
+            env={**os.environ, "NO_COLOR": "1"}, start_new_session=True,
+        )  # fmt: skip
+
+
+def _prove(address: str, *job_ids: str) -> None:
+    async def prove() -> None:
+        async with DaemonClient(address) as client:
+            for job_id in job_ids:
+                await client.prove(porep_request(job_id), timeout=60)
+
+    asyncio.run(prove())
+
+
+async def _submit(address: str, job_id: str) -> None:
+    async with DaemonClient(address) as client:
+        await client.submit_proof(porep_request(job_id))
+
+
 PROOFS_PER_BATCH = 2
 
 
 async def _prove_batches(address: str, between: list[Callable[[], None]]) -> list[str]:
     """Batches of PoRep proofs on the engine, ``between`` run after each batch but the last; the job ids."""
-    from cuzktui.client import DaemonClient
-    from tests.engine.engine_harness import porep_request
-
     ids: list[str] = []
     async with DaemonClient(address) as client:
         for batch in range(len(between) + 1):
@@ -306,17 +328,12 @@ def test_attach_and_record_keep_every_proof_of_a_daemon_whose_log_is_rotated_bot
     file with copytruncate, then by renaming it: both sessions' report, and the attached one's replay,
     list every proof."""
     from cuzktui.replay import ReplayController
-    from tests.conftest import wait_until_serving
 
     config = ConfigDocument.parse(e2e.config.read_text())
     address, status = str(config.get("daemon", "listen")), f"http://{config.get('daemon', 'status_listen')}/status"
     (tmp_path / "var").mkdir()
     log = tmp_path / "var" / "cuzk.log"
-    with log.open("ab") as out:
-        engine = subprocess.Popen(
-            [*engine_program().argv, "-c", str(e2e.config)], stdout=out, stderr=out, stdin=subprocess.DEVNULL,
-            env={**os.environ, "NO_COLOR": "1"}, start_new_session=True,
-        )  # fmt: skip
+    engine = _engine_on(e2e.config, log)
     recorded_session = tmp_path / "recorded"
     recorder_err = tmp_path / "recorder.err"
     recorder: subprocess.Popen[bytes] | None = None
@@ -371,3 +388,67 @@ def test_attach_and_record_keep_every_proof_of_a_daemon_whose_log_is_rotated_bot
     replay = ReplayController(e2e.session, cache=False)
     replay.load()
     assert sorted(j.job_id for j in replay.model.timeline.jobs() if j.status == "completed") == sorted(ids)
+
+
+def test_attached_a_restart_is_run_2_and_a_sigint_is_said(e2e: E2E, tmp_path: Path) -> None:
+    """Issue 23 points 3-5 as an operator meets them: ``cuzk-tui attach --pid`` to a daemon on a unix socket,
+    proofs, a SIGKILL and a new daemon on the same address (systemd's Restart=) → READY as run 2 within 8 s
+    of it serving, the later proof counted on; a SIGINT → NOT PROVING within 5 s of its line."""
+    tmux, log = e2e.tmux, tmp_path / "cuzk.log"
+    address = str(ConfigDocument.parse(e2e.config.read_text()).get("daemon", "listen"))
+    status = str(ConfigDocument.parse(e2e.config.read_text()).get("daemon", "status_listen"))
+    engines = [_engine_on(e2e.config, log)]
+    try:
+        asyncio.run(wait_until_serving(address, 60, engines[0]))
+        e2e.start_tui(
+            [str(CUZK_TUI), "--session", str(e2e.session), "attach", address, "--pid", str(engines[0].pid),
+             "--log", str(log), "--status-url", f"http://{status}"]
+        )  # fmt: skip
+        tmux.wait_for(lambda s: "ATTACHED" in s and "READY" in s, "the attached daemon ready", 60)
+        _prove(address, "porep-1000-1", "porep-1000-2")
+        tmux.wait_for(lambda s: "Proofs 2 done" in s, "run 1's two proofs", 30)
+
+        engines[0].send_signal(signal.SIGKILL)
+        engines[0].wait(10)
+        tmux.wait_for(lambda s: "DEAD" in s, "the death", 10)
+        engines.append(_engine_on(e2e.config, log))
+        asyncio.run(wait_until_serving(address, 60, engines[1]))
+        serving = time.monotonic()
+        shown = tmux.wait_for(
+            lambda s: "READY" in s and "run 2" in s and f"pid {engines[1].pid}" in s, "run 2 ready", 30
+        )
+        assert time.monotonic() - serving < 8, f"run 2 shown {time.monotonic() - serving:.1f} s after it served"
+        assert "DEAD" not in shown
+        _prove(address, "porep-1000-3")
+        tmux.wait_for(lambda s: "Proofs 3 done" in s, "the later proof, counted on", 30)
+
+        engines[1].send_signal(signal.SIGINT)
+        deadline = time.monotonic() + 30
+        while "received SIGINT, shutting down" not in log.read_text():
+            assert time.monotonic() < deadline, "the engine never logged the SIGINT"
+            time.sleep(0.05)
+        logged = time.monotonic()
+        shown = tmux.wait_for(lambda s: "NOT PROVING" in s, "NOT PROVING after the SIGINT", 30)
+        assert time.monotonic() - logged < 5, f"SIGINT shown {time.monotonic() - logged:.1f} s after its line"
+        assert shown.splitlines()[0].strip().startswith("NOT PROVING since a SIGINT: restart it"), shown
+        assert "restart it: a SIGINT" in shown and " READY " not in shown
+
+        # A proof sent now is taken and never proved: the report of the log says why it waits.
+        asyncio.run(_submit(address, "porep-1000-after"))
+        deadline = time.monotonic() + 30
+        while "job_id=porep-1000-after" not in log.read_text():
+            assert time.monotonic() < deadline, "the engine never enqueued the proof"
+            time.sleep(0.05)
+        _, model = load_session(log)
+        reasons = {job["job_id"]: job["reason"] for job in build_report(model, str(log))["jobs"]}
+        assert reasons["porep-1000-after"].startswith("enqueued after the daemon's SIGINT")
+        assert model.runs() == 2
+
+        tmux.keys("q")  # an attached daemon is not ours: leaving asks nothing
+        assert e2e.exit_status(60) == "0"
+        assert all(engine.poll() is None for engine in engines[1:]), "the attached daemon is left alone"
+    finally:
+        for engine in engines:
+            if engine.poll() is None:
+                engine.kill()
+            engine.wait(30)
