@@ -118,3 +118,15 @@ async def test_over_tcp_the_authority_is_the_address() -> None:
     finally:
         server.close()
     assert daemon.authorities == [f"127.0.0.1:{port}"]
+
+
+def test_every_channel_the_tool_opens_is_opened_by_open_channel() -> None:
+    """One place sets the authority: no other module of the tool makes a gRPC channel of its own."""
+    package = Path(__file__).parent.parent / "cuzktui"
+    makers = ("insecure_channel(", "secure_channel(", "grpc.Channel(")
+    found = {
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if "proto" not in path.parts and any(maker in path.read_text() for maker in makers)
+    }
+    assert found == {"client.py"}
