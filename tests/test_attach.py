@@ -25,7 +25,7 @@ from cuzktui.live import AttachTarget, LiveController, LiveOptions, find_detache
 from cuzktui.model import SessionModel
 from cuzktui.samplers import listener_pid
 from cuzktui.session import SessionWriter, iter_session_events
-from cuzktui.supervisor import HANDED_TO_BENCHMARK, Supervisor, engine_program
+from cuzktui.supervisor import HANDED_TO_BENCHMARK, RESTARTED_AFTER_S, Supervisor, engine_program
 from tests.conftest import EngineHandle, alive, fast_engine_config, require_engine
 
 DEADLINE_S = 30.0
@@ -264,13 +264,16 @@ async def test_a_daemon_restarted_on_the_attached_address_is_its_next_run_and_th
             for n in range(2):
                 await client.prove(porep_request(f"porep-1000-{n}"), timeout=60)
         await polled_until(controller, lambda: proof_counts(model).completed == 2, "run 1's two proofs")
+        if not pid_visible:  # a successor is told by its uptime: run 1 must outlive that reading's uncertainty
+            await polled_until(
+                controller, lambda: (model.daemon_uptime() or 0.0) > RESTARTED_AFTER_S + 2, "run 1 up for a while"
+            )
         running_engine.proc.send_signal(signal.SIGKILL)
         running_engine.proc.wait(10)
         killed_t = time.time()
         if pid_visible:
             await polled_until(controller, lambda: model.daemon.phase == "dead", "the death, seen at once")
-        else:
-            await polled_until(controller, lambda: model.daemon.silent is not None, "the silence")
+        # Without a pid nothing says it died: the new run is told by its uptime, silence or none before it.
         new = restart_engine(running_engine, started)
         await polled_until(
             controller, lambda: model.daemon.phase == "ready" and model.daemon.runs == 2, "the next run ready"

@@ -154,17 +154,15 @@ async def test_sigterm_stop_is_classified_as_stopped_by_that_signal(
 ) -> None:
     supervisor, seen = supervised
     await supervisor.start(_config())
+    # A stop that hands the daemon over says so (issue 27 point 10): a planned step, not a death.
+    handed = await supervisor.stop(handover=HANDED_TO_BENCHMARK)
+    assert (handed.cause, handed.handover) == ("stopped", HANDED_TO_BENCHMARK)
+    await supervisor.start(_config())
     exit = await supervisor.stop()
     assert (exit.cause, exit.signal) == ("stopped", signal.SIGTERM)
     assert "SIGTERM was sent by the supervisor" in exit.evidence
     assert seen[-1] == exit
-    assert not supervisor.running and exit.handover is None
-    # A stop that hands the daemon over says so (issue 27 point 10); the next run's plain stop does not.
-    await supervisor.start(_config())
-    handed = await supervisor.stop(handover=HANDED_TO_BENCHMARK)
-    assert (handed.cause, handed.handover) == ("stopped", HANDED_TO_BENCHMARK)
-    await supervisor.start(_config())
-    assert (await supervisor.stop()).handover is None
+    assert not supervisor.running and exit.handover is None  # the next run's plain stop is none
 
 
 async def test_restart_applies_a_changed_knob(supervised: tuple[Supervisor, list[ev.ObservedEvent]]) -> None:
