@@ -291,6 +291,13 @@ class SessionModel:
             return True
         if isinstance(event, ev.DaemonProofCounts):
             self._observe_time(event.t)
+            previous = self.run_reported()
+            if previous is not None:
+                # GetStatus's counts only grow in a run: lower ones are a successor's, read before its
+                # restart was recorded (the recorder and the liveness probe ask on their own clocks).
+                event = ev.DaemonProofCounts(
+                    event.t, max(event.completed, previous.completed), max(event.failed, previous.failed)
+                )
             self.daemon_counts = event
             self.daemon_version += 1
             return True

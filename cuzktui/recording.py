@@ -38,7 +38,7 @@ class DaemonRecorder:
         self._gpu: GpuSampler | None = None
         self._memory: ProcessTreeSampler | None = None
         self._budget: tuple[int | None, int | None] = (None, None)
-        self._counts: tuple[int | None, int, int] | None = None  # the last DaemonProofCounts recorded, by pid
+        self._counts: tuple[float | None, int, int] | None = None  # the last DaemonProofCounts recorded, by run
 
     def start(self) -> None:
         self._tasks = [
@@ -130,9 +130,9 @@ class DaemonRecorder:
             except (ClientError, SupervisorError):
                 return
         t = time.time()
-        # The proof counts: recorded when they change, or when another daemon process answers (a
+        # The proof counts: recorded when they change, or when the supervisor watches another daemon run (a
         # restart zeroes them, and the model ties them to the run they were read in).
-        counts = (self.supervisor.pid, status.total_proofs_completed, status.total_proofs_failed)
+        counts = (self.supervisor.run_began, status.total_proofs_completed, status.total_proofs_failed)
         if counts != self._counts:
             self._counts = counts
             self._record(ev.DaemonProofCounts(t, status.total_proofs_completed, status.total_proofs_failed))

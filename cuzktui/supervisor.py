@@ -410,6 +410,9 @@ class Supervisor:
             self._env["NO_COLOR"] = "1"
         self.cgroup: MemoryCgroup | None = None
         self.pid: int | None = None
+        # When the record of the daemon run watched now began: its launch, an attach, a restart followed, a
+        # session rolled over (the recorder records GetStatus's counts again from then).
+        self.run_began: float | None = None
         self.config_version: int | None = None
         self.config_path: Path | None = None
         self.last_exit: ev.DaemonExited | None = None
@@ -529,7 +532,7 @@ class Supervisor:
         self.pid = self._proc.pid
         self._sent_signals = []
         self._handover = None
-        launched_t = time.time()
+        launched_t = self.run_began = time.time()
         self._emit(
             ev.DaemonLaunched(
                 t=launched_t,
@@ -598,8 +601,9 @@ class Supervisor:
             self._exit_task = asyncio.ensure_future(self._observe_exit(self._watch))
 
     def _attached(self, t: float) -> ev.DaemonLaunched:
-        """What opens an attached daemon's record in a session."""
+        """What opens an attached daemon's record in a session (from ``t``, the run's counts recorded anew)."""
         assert self.listen is not None
+        self.run_began = t
         log_path = str(self.log_path) if self.log_path is not None else None
         return ev.DaemonLaunched(t, "attached", self.pid, (), None, self.listen, log_path, self.status_url)
 

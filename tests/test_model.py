@@ -171,3 +171,20 @@ def test_an_exit_recorded_after_the_next_runs_log_start_ends_the_run_before_it()
     first, second = model.timeline.segments
     assert first.ended and not second.ended
     assert [index for index, _ in model.exits] == [0]
+
+
+def test_a_successors_counts_read_before_its_restart_was_recorded_take_nothing_from_the_run_before() -> None:
+    """The recorder's GetStatus can reach the new daemon before the liveness probe says it is one (no pid
+    to watch): its lower counts belong to no run yet, and the earlier run keeps what it counted."""
+    from cuzktui.figures import proof_counts
+
+    model = SessionModel()
+    model.apply(_attach(100.0, None))
+    model.apply(ev.DaemonReadyObserved(100.2, None, 0.0, uptime_s=60.0))
+    model.apply(ev.DaemonProofCounts(110.0, 2, 0))
+    model.apply(ev.DaemonProofCounts(121.0, 0, 0))  # the successor's, before its restart is known
+    model.apply(ev.DaemonExited(119.0, None, None, None, "unknown", ("its end was not seen (no pid to watch)",)))
+    model.apply(_attach(122.0, None))
+    model.apply(ev.DaemonReadyObserved(122.0, None, 0.0, uptime_s=1.0))
+    model.apply(ev.DaemonProofCounts(123.0, 1, 0))
+    assert proof_counts(model) == (3, 0, 2, 1)
