@@ -182,8 +182,9 @@ def build_report(model: SessionModel, source: str, time_scale: float | None = No
             "gpu": _figures([s for p in partitions if (s := p.gpu_s) is not None], scale),
         },
         "gpu": _gpu(timeline, scale),
-        "daemon_runs": len(timeline.segments),
-        "restarts": max(0, len(timeline.segments) - 1),
+        # The daemon's starts as its log shows them, and the runs the tool saw that it does not (SessionModel.runs).
+        "daemon_runs": model.runs(),
+        "restarts": max(0, model.runs() - 1),
         "exits": [
             {
                 "t": e.t,

@@ -157,6 +157,10 @@ def test_after_a_restart_on_the_attached_address_counts_go_on_and_the_new_run_is
     assert proof_counts(model)[:3] == (5, 1, 2)
     model.apply(ev.DaemonProofCounts(130.0, 2, 0))
     assert proof_counts(model) == (7, 1, 2, 2)
+    from cuzktui.report import build_report
+
+    report = build_report(model, "an attached session without a log")
+    assert (report["daemon_runs"], report["restarts"]) == (2, 1)  # was 0: no log, no segment
 
 
 def test_an_exit_recorded_after_the_next_runs_log_start_ends_the_run_before_it() -> None:
