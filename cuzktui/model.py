@@ -469,19 +469,21 @@ class SessionModel:
         """Tie an exit to the run of the log it ended and keep what GetStatus counted in that run (before
         the model's daemon is marked dead: its counts are read as the running run's)."""
         reported = self.run_reported()
-        self._run_ended = True
         segments = self.timeline.segments
         run = segments[-1] if segments else None
         if run is not None and run.index and run.daemon_start is not None and run.daemon_start > event.t:
             # The log shows the next run's start already (a daemon restarted on an attached address reached
-            # the log before its predecessor's exit was recorded): this exit ended the run before it.
+            # the log before its predecessor's exit was recorded): this exit ended the run before it, and the
+            # next one goes on.
             run = segments[run.index - 1]
             if any(index == run.index for index, _ in self.exits):
                 run = None
-        elif run is not None and run.ended:
-            run = None  # no run of the log was going on (a launch that failed before its first line)
         else:
-            self.timeline.daemon_exited(event.t)
+            self._run_ended = True
+            if run is not None and run.ended:
+                run = None  # no run of the log was going on (a launch that failed before its first line)
+            else:
+                self.timeline.daemon_exited(event.t)
         self.exits.append((run.index if run is not None else None, event))
         if reported is not None:
             logged = (run.completed, run.failed) if run is not None else (0, 0)

@@ -175,6 +175,9 @@ def test_an_exit_recorded_after_the_next_runs_log_start_ends_the_run_before_it()
     first, second = model.timeline.segments
     assert first.ended and not second.ended
     assert [index for index, _ in model.exits] == [0]
+    model.apply(_attach(21.0, 9, "/var/log/cuzk.log"))  # the supervisor follows the address: the same run 2
+    model.apply(ev.DaemonReadyObserved(21.0, 9, 0.0, uptime_s=0.5))
+    assert (model.daemon.runs, model.daemon.phase) == (2, "ready")
 
 
 def test_a_successors_counts_read_before_its_restart_was_recorded_take_nothing_from_the_run_before() -> None:
