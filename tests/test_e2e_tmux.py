@@ -419,8 +419,15 @@ def test_attached_a_restart_is_run_2_and_a_sigint_is_said(e2e: E2E, tmp_path: Pa
         )
         assert time.monotonic() - serving < 8, f"run 2 shown {time.monotonic() - serving:.1f} s after it served"
         assert "DEAD" not in shown
+        recorded = list(iter_session_events(e2e.session))
+        (exit,) = [e for e in recorded if isinstance(e, ev.DaemonExited)]
+        assert exit.pid == engines[0].pid and exit.returncode is None  # seen at once; not our child
+        relaunched = [e.t for e in recorded if isinstance(e, ev.DaemonLaunched)][-1]
         _prove(address, "porep-1000-3")
         tmux.wait_for(lambda s: "Proofs 3 done" in s, "the later proof, counted on", 30)
+        # The memory chart's gap: no sample of the daemon between its death and its next run, samples after.
+        rss = [e.t for e in iter_session_events(e2e.session) if isinstance(e, ev.MemorySample) and e.rss_bytes]
+        assert not [t for t in rss if exit.t < t < relaunched] and any(t > relaunched for t in rss)
 
         engines[1].send_signal(signal.SIGINT)
         deadline = time.monotonic() + 30
