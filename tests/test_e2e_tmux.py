@@ -393,7 +393,9 @@ def test_attach_and_record_keep_every_proof_of_a_daemon_whose_log_is_rotated_bot
 def test_attached_a_restart_is_run_2_and_a_sigint_is_said(e2e: E2E, tmp_path: Path) -> None:
     """Issue 23 points 3-5 as an operator meets them: ``cuzk-tui attach --pid`` to a daemon on a unix socket,
     proofs, a SIGKILL and a new daemon on the same address (systemd's Restart=) → READY as run 2 within 8 s
-    of it serving, the later proof counted on; a SIGINT → NOT PROVING within 5 s of its line."""
+    of it serving, the later proof counted on; a SIGINT → NOT PROVING within 5 s of its line. Then the attached
+    session's own report and replay list every proof of both runs, and the proof sent after the SIGINT with
+    its reason."""
     tmux, log = e2e.tmux, tmp_path / "cuzk.log"
     address = str(ConfigDocument.parse(e2e.config.read_text()).get("daemon", "listen"))
     status = str(ConfigDocument.parse(e2e.config.read_text()).get("daemon", "status_listen"))
@@ -459,3 +461,23 @@ def test_attached_a_restart_is_run_2_and_a_sigint_is_said(e2e: E2E, tmp_path: Pa
             if engine.poll() is None:
                 engine.kill()
             engine.wait(30)
+    # The attached session itself (its copy of the log, its events) keeps both runs: its report and its replay
+    # list every proof across the restart, and the one sent after the SIGINT with why it was never proved.
+    from cuzktui.figures import status_line
+    from cuzktui.replay import ReplayController
+
+    proved = ["porep-1000-1", "porep-1000-2", "porep-1000-3"]
+    _, model = load_session(e2e.session, cache=False)
+    replay = ReplayController(e2e.session, cache=False)
+    replay.load()
+    for read in (model, replay.model):
+        report = build_report(read, str(e2e.session))
+        assert (report["daemon_runs"], report["restarts"], report["job_source"]) == (2, 1, "log")
+        statuses = {job["job_id"]: job["status"] for job in report["jobs"]}
+        assert sorted(job for job, status in statuses.items() if status == "completed") == proved, statuses
+        (after,) = [job for job in report["jobs"] if job["job_id"] == "porep-1000-after"]
+        assert after["status"] == "incomplete" and after["reason"].startswith("enqueued after the daemon's SIGINT")
+    assert [(j.job_id, j.segment) for j in replay.model.timeline.jobs() if j.status == "completed"] == [
+        ("porep-1000-1", 0), ("porep-1000-2", 0), ("porep-1000-3", 1)
+    ]  # fmt: skip
+    assert status_line(replay.model, None) == "NOT PROVING since a SIGINT: restart it"
