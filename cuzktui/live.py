@@ -375,6 +375,12 @@ class LiveController(LocalQueries):
             return None
         return LogCopy(source, destination)
 
+    async def _log_caught_up(self) -> None:
+        """Copy all the attached daemon's log file holds into the session now (the supervisor reads the daemon's
+        last lines, its exit's fatal report, from the copy; the session keeps the log to the end of the watch)."""
+        async with self._poll_lock:
+            await self._copy_log(limit=None)
+
     async def _copy_log(self, limit: int | None = COPY_BYTES_PER_POLL) -> None:
         """Copy what the attached daemon's log file gained into the session, saying its rotations."""
         copy = self._log_copy
@@ -498,6 +504,7 @@ class LiveController(LocalQueries):
                 log_path=target.log_path,
                 pid=target.pid,
                 journal_unit=target.journal_unit,
+                log_copied=self._log_caught_up if self._log_copy is not None else None,
             )
         except (DaemonStartError, SupervisorError, ClientError) as error:
             self._start_failed(f"could not attach to {target.address}: {error}")
@@ -989,9 +996,9 @@ class LiveController(LocalQueries):
         if self._recorder is not None:
             await self._recorder.stop()
         if self._log_copy is not None:
-            async with self._poll_lock:
-                await self._copy_log(limit=None)  # the session keeps the log up to the end of the watch
-            self._log_copy.close()
+            await self._log_caught_up()
+            copy, self._log_copy = self._log_copy, None  # an exit seen from now on reads the copy as it is
+            copy.close()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -431,6 +431,10 @@ class Supervisor:
         self._journal_unit: str | None = None
         self._journal: subprocess.Popen[bytes] | None = None
         self._journal_copy: PipeCopy | None = None
+        # An attached daemon's log file copied into the session (the live controller's LogCopy): the run's lines
+        # are read from the copy, brought up to date by awaiting this first (after a rename-and-create the file
+        # at the path no longer holds them).
+        self._log_copied: Callable[[], Awaitable[None]] | None = None
         self._config_text: str | None = None  # the running config, for the exit's root cause
         self._handover: str | None = None  # the planned stop under way (stop's ``handover``)
 
@@ -564,6 +568,7 @@ class Supervisor:
         log_path: str | None = None,
         pid: int | None = None,
         journal_unit: str | None = None,
+        log_copied: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """Watch a daemon that is already running (started by systemd, say), from now on.
 
@@ -573,7 +578,8 @@ class Supervisor:
         :class:`events.DaemonLiveness` when both stay silent (or nothing listens at the address), and
         again when it answers. The address is followed past the daemon's end: a daemon answering there
         again (systemd's ``Restart=``) is its next run (:meth:`_follow_restart`). ``journal_unit``: the
-        log is read through journalctl into daemon.log.
+        log is read through journalctl into daemon.log. ``log_copied``: ``log_path`` is copied into daemon.log
+        by the caller, and awaiting it brings the copy up to date; the run's lines are read there.
         """
         self.program = None
         self.listen, self.status_url = address, status_url
@@ -583,17 +589,20 @@ class Supervisor:
             self.log_path = self.session.daemon_log_path
         else:
             self.log_path = Path(log_path) if log_path is not None else None
+            self._log_copied = log_copied if log_path is not None else None
         await self._reset_client()
-        self._attached_run(time.time())
+        await self._attached_run(time.time())
         self._liveness_task = asyncio.ensure_future(self._watch_liveness())
 
-    def _attached_run(self, t: float) -> None:
+    async def _attached_run(self, t: float) -> None:
         """Record the attached daemon's run watched from ``t`` on (``self.pid``, when known, is watched)."""
         # A fatal report can only come from lines written from now on.
+        await self._catch_up_log()
         self._launch_offset = 0
-        if self.log_path is not None:
+        log = self._run_log
+        if log is not None:
             with contextlib.suppress(OSError):
-                self._launch_offset = self.log_path.stat().st_size
+                self._launch_offset = log.stat().st_size
         self._emit(self._attached(t))
         self._exit_task = None
         if self.pid is not None:
@@ -615,7 +624,9 @@ class Supervisor:
             raise SupervisorError("a daemon this tool launched writes its log into its session: it cannot move")
         self.session = session
         if self._journal_unit is not None:
-            self.log_path, self._launch_offset = session.daemon_log_path, 0
+            self.log_path = session.daemon_log_path
+        if self._journal_unit is not None or self._log_copied is not None:
+            self._launch_offset = 0  # the new daemon.log: the run's first lines, then what comes next
         if self._journal_copy is not None:
             self._journal_copy.retarget(session.daemon_log_path)
         self._emit(self._attached(time.time()))
@@ -703,7 +714,7 @@ class Supervisor:
             )  # fmt: skip
             self._emit(self.last_exit)
         self.pid = await asyncio.to_thread(listener_pid, self.listen or "")
-        self._attached_run(now)
+        await self._attached_run(now)
         self._emit(ev.DaemonReadyObserved(t=now, pid=self.pid, startup_s=0.0, uptime_s=uptime))
         pid = f"pid {self.pid}" if self.pid is not None else "pid unknown: the socket's owner is not this user's to see"
         said = f"the daemon at {self.listen} was restarted: a new run answers there ({pid})"
@@ -773,9 +784,22 @@ class Supervisor:
 
     def run_log_follower(self, *, skip_inert: bool = False) -> LogFollower | None:
         """A reader of the current daemon run's log, from its launch (or attach) on; None without a log."""
-        if self.log_path is None:
+        log = self._run_log
+        if log is None:
             return None
-        return LogFollower(self.log_path, self._launch_offset, skip_inert=skip_inert, details=not skip_inert)
+        return LogFollower(log, self._launch_offset, skip_inert=skip_inert, details=not skip_inert)
+
+    @property
+    def _run_log(self) -> Path | None:
+        """The file the daemon's lines are read from: the session's copy of an attached daemon's log file (see
+        ``log_copied``), else :attr:`log_path` (the session's daemon.log but for an attached file not copied)."""
+        return self.session.daemon_log_path if self._log_copied is not None else self.log_path
+
+    async def _catch_up_log(self) -> None:
+        """Bring the session's copy of the attached daemon's log file up to date. Shielded: the copy runs in a
+        thread under the caller's lock, which a cancelled wait would let go of while it still writes."""
+        if self._log_copied is not None:
+            await asyncio.shield(self._log_copied())
 
     async def _sleep_or_exit(self, seconds: float) -> None:
         if self._exit_task is None:
@@ -791,6 +815,7 @@ class Supervisor:
         kernel = None
         if (returncode is None or returncode == -signal.SIGKILL) and self.pid is not None:
             kernel = await asyncio.to_thread(kernel_oom_evidence, self.pid)
+        await self._catch_up_log()  # the daemon's last lines, a fatal report among them
         exit = classify_exit(
             t=ended_t,
             pid=self.pid,
@@ -825,10 +850,11 @@ class Supervisor:
         return f"the last lines of {self.log_path}:\n" + "\n".join(tail)
 
     def _log_tail(self) -> str:
-        if self.log_path is None:
+        log = self._run_log
+        if log is None:
             return ""
         try:
-            with self.log_path.open("rb") as f:
+            with log.open("rb") as f:
                 size = f.seek(0, os.SEEK_END)
                 start = max(self._launch_offset, size - _REPORT_TAIL_BYTES)
                 f.seek(start)

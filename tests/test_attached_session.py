@@ -8,16 +8,19 @@ import json
 import os
 import shlex
 import shutil
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+from cuzktui import events as ev
 from cuzktui.cli import main
 from cuzktui.live import AttachTarget, LiveController, LiveOptions
 from cuzktui.model import SessionModel
 from cuzktui.report import build_report
-from cuzktui.session import load_session
+from cuzktui.session import iter_session_events, load_session
 from tests.test_attach import polled_until
 from tests.test_report import assembled, partitioned_job, startup
 
@@ -173,3 +176,50 @@ async def test_a_journal_followed_into_a_rolled_over_session_goes_on_at_the_next
     assert new_log.startswith(run) and old_log + new_log.removeprefix(run) == journal.read_bytes()
     _, new = load_session(second, cache=False)
     assert completed(statuses(new)) == ["porep-1000-3", "porep-1000-4"]
+
+
+FATAL_REPORT = b'Error: failed to open the SRS "/var/tmp/filecoin-proof-parameters"\n\nCaused by:\n    No such file\n'
+
+
+async def test_an_attached_daemons_fatal_report_is_read_from_the_sessions_copy_after_its_log_was_renamed(
+    tmp_path: Path,
+) -> None:
+    """The exit's diagnosis reads the daemon's last lines from what live reads (the session's copy): after
+    logrotate's rename-and-create, the file at the path is the new, empty one, and the daemon (which never
+    reopens its log) writes its fatal report into the renamed file."""
+    log = tmp_path / "cuzk.log"
+    log.write_bytes(("\n".join(startup()) + "\n").encode() + jobs_done(1, DONE_PER_STEP, 10.0))
+    writes_then_fails = (
+        "import os, sys\n"
+        f"fd = os.open({str(log)!r}, os.O_WRONLY | os.O_APPEND)\n"
+        "sys.stdin.readline()\n"
+        f"os.write(fd, {FATAL_REPORT!r})\n"
+        "sys.exit(1)\n"
+    )
+    daemon = subprocess.Popen([sys.executable, "-c", writes_then_fails], stdin=subprocess.PIPE)
+    session = tmp_path / "session"
+    target = AttachTarget(f"unix://{tmp_path}/nothing.sock", log_path=str(log), pid=daemon.pid)
+    controller = LiveController(LiveOptions(program=None, attach=target, session_dir=session))
+    await controller.start()
+    try:
+        model = controller.model
+
+        def attached() -> bool:  # its end watched and its last lines read from now on; the run's jobs copied
+            return model.daemon.pid == daemon.pid and len(completed(statuses(model))) == DONE_PER_STEP
+
+        await polled_until(controller, attached, "the attach and the run's jobs")
+        log.rename(log.with_name("cuzk.log.1"))
+        log.touch()
+        assert daemon.stdin is not None
+        daemon.stdin.write(b"fail now\n")
+        daemon.stdin.close()
+        await polled_until(controller, lambda: model.daemon.phase == "dead", "the daemon's end")
+    finally:
+        await controller.shutdown(stop_daemon=False)
+        daemon.kill()
+        daemon.wait(30)
+    exit = model.daemon.exit
+    assert exit is not None and exit.pid == daemon.pid
+    assert exit.error_report == FATAL_REPORT.decode().strip(), exit
+    (recorded,) = [e for e in iter_session_events(session) if isinstance(e, ev.DaemonExited)]
+    assert recorded.error_report == exit.error_report
