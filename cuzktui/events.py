@@ -435,8 +435,18 @@ class DaemonExited:
     error_report: str | None = None
     # Why, when the evidence says (an OOM kill by a budget above the memory limit): cuzktui.diagnosis.
     root_cause: str | None = None
-    # A stop that hands the daemon over (supervisor.HANDED_TO_*, BENCHMARK_OVER): a planned step, never a death.
+    # A planned stop, never a death, in the dashboard's words: one that hands the daemon over (supervisor.HANDED_TO_*,
+    # BENCHMARK_OVER) or restarts it to apply a config (restarting_to_apply).
     handover: str | None = None
+
+
+# DaemonExited.handover of the stop that restarts a launched daemon with a new config version (an apply): the
+# dashboard says RESTARTING where it says HANDED OVER for a hand-over (figures.planned_stop).
+RESTARTING_TO_APPLY: Final = "restarting to apply config"
+
+
+def restarting_to_apply(version: int) -> str:
+    return f"{RESTARTING_TO_APPLY} v{version}"
 
 
 @dataclass(frozen=True, slots=True)

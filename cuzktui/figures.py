@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from . import events as ev
 from .logparse import format_timestamp
 from .model import BenchState, SessionModel
 from .timeline import Job, Timeline, lost_reason
@@ -154,6 +155,19 @@ def not_proving(model: SessionModel) -> str | None:
     )
 
 
+def planned_stop(model: SessionModel) -> tuple[str, str] | None:
+    """The planned stop the daemon is in, as (the dashboard's label, what it is): a restart to apply a config,
+    or a hand-over to a benchmark or a knob search and back (DaemonExited.handover). None while it runs, after
+    any other end, and once the start that was to follow the stop failed: a daemon that is not coming back."""
+    d = model.daemon
+    exit = d.exit
+    if d.phase != "dead" or exit is None or exit.handover is None:
+        return None
+    if d.start_error is not None and d.start_error.t >= exit.t:
+        return None
+    return ("RESTARTING" if exit.handover.startswith(ev.RESTARTING_TO_APPLY) else "HANDED OVER"), exit.handover
+
+
 def apply_stage(model: SessionModel, runs_before: int) -> str:
     """Where an apply stands, read from the model: the daemon's run counter and phase."""
     daemon = model.daemon
@@ -175,9 +189,8 @@ def status_line(model: SessionModel, clock: ReplayClock | None) -> str:
         state = "NOT ANSWERING"
     elif not_proving(model) is not None:
         state = "NOT PROVING since a SIGINT: restart it"
-    elif daemon.phase == "dead" and daemon.exit is not None and daemon.exit.handover is not None:
-        # A benchmark's or a knob search's hand-over, either way: a planned stop, never a death.
-        state = daemon.exit.handover
+    elif (planned := planned_stop(model)) is not None:
+        state = planned[1]  # a restart to apply a config, a hand-over either way: never a death
     elif daemon.phase == "none" and daemon.start_error is not None:
         state = "NOT STARTED"
     if clock is None:

@@ -747,7 +747,7 @@ class LiveController(LocalQueries):
         s = self.supervisor
         if s.running:
             await self._drain(s)
-            await s.stop()
+            await s.stop_to_apply()
         described = tuple(f"{name} = {value!r}" for name, value in changes.items())
         await self._launch(text, described)
 

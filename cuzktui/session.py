@@ -190,7 +190,7 @@ class SessionWriter:
     def add_config_version(self, text: str) -> tuple[int, Path]:
         """Store the next config version (``config/vNNN.toml``); returns (version, path)."""
         data = text.encode("utf-8")
-        version = len(self.config_versions()) + 1
+        version = self.next_config_version()
         while True:
             path = self.config_dir / f"v{version:03d}.toml"
             try:
@@ -205,6 +205,10 @@ class SessionWriter:
             finally:
                 os.close(fd)
             return version, path
+
+    def next_config_version(self) -> int:
+        """The number the next config version takes (unless another process adds one first)."""
+        return len(self.config_versions()) + 1
 
     def config_versions(self) -> list[Path]:
         return config_versions(self.path)

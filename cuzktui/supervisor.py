@@ -67,7 +67,8 @@ JOURNAL_COPY_END_S: Final = 10.0
 _REPORT_TAIL_BYTES: Final = 64 * 1024
 # The planned stops (DaemonExited.handover), as the dashboard says them: the TUI hands its daemon to a
 # benchmark runner or a knob search, which launch their own (live.py); a runner stops its daemon when its
-# benchmark is over, and the TUI that started it launches its own again (commands/bench.py).
+# benchmark is over, and the TUI that started it launches its own again (commands/bench.py). An apply's
+# restart is the other planned stop (events.restarting_to_apply: it names the config version).
 HANDED_TO_BENCHMARK: Final = "handed over to the benchmark runner"
 HANDED_TO_TUNE: Final = "handed over to the knob search (Tune, 8)"
 BENCHMARK_OVER: Final = "handed back: the benchmark is over"
@@ -935,10 +936,14 @@ class Supervisor:
             self.send_signal(signal.SIGKILL)
         return await self.exited()
 
+    async def stop_to_apply(self) -> ev.DaemonExited:
+        """Stop the daemon to start it again with the next config version: a planned stop (restarting_to_apply)."""
+        return await self.stop(handover=ev.restarting_to_apply(self.session.next_config_version()))
+
     async def restart(self, config_text: str, changes: Sequence[str] = ()) -> ev.DaemonReadyObserved:
         """Stop the daemon (if running), then start it with a new config version and wait for readiness."""
         if self.running:
-            await self.stop()
+            await self.stop_to_apply()
         return await self.start(config_text, changes)
 
     async def close(self, stop: bool = True, handover: str | None = None) -> None:

@@ -120,9 +120,12 @@ async def test_apply_shows_the_proof_in_flight_and_restarts_anyway_when_asked(tm
         controller.restart_anyway()
         await asyncio.wait_for(apply, 60)
         assert controller.drain_in_flight() is None
-        notices = [n.text for n in controller.model.notices]
         await until(lambda: controller.model.daemon.runs == 2 and controller.model.daemon.phase == "ready", "run 2")
         notices = [n.text for n in controller.model.notices]
         assert any(t.startswith("restarting anyway, as asked: killing porep-1000-1: ") for t in notices), notices
+        # The apply's stop is planned and names the config version the next run then applies.
+        (stopped,) = [exit for _, exit in controller.model.exits]
+        assert (stopped.cause, stopped.handover) == ("stopped", "restarting to apply config v2")
+        assert [c.version for c in controller.model.configs] == [1, 2]
     finally:
         await controller.shutdown(stop_daemon=True)

@@ -168,3 +168,23 @@ def test_the_status_line_names_a_failed_start_and_a_replay_s_cursor_speed_and_ke
     model.apply(ev.DaemonLaunched(T0 + 201, "engine", 8, ("cuzk-engine",), None, "127.0.0.1:9820", None))
     model.apply(ev.DaemonExited(T0 + 210, 8, -11, 11, "signal"))
     assert status_line(model, None) == "DEAD"
+
+
+def test_a_restart_to_apply_a_config_is_said_so_not_dead_until_the_start_after_it_fails() -> None:
+    from cuzktui.controller import Identity
+    from cuzktui.ui.widgets.panels import daemon_content
+
+    model = SessionModel()
+    model.apply(ev.DaemonLaunched(T0, "engine", 7, ("cuzk-engine",), None, "127.0.0.1:9820", None))
+    model.apply(ev.DaemonReadyObserved(T0 + 1, 7, 1.0))
+    evidence = ("killed by SIGTERM (exit status 143 in a shell)", "SIGTERM was sent by the supervisor")
+    model.apply(ev.DaemonExited(T0 + 60, 7, -15, 15, "stopped", evidence, handover=ev.restarting_to_apply(2)))
+    identity = Identity("engine", "cuzk-engine", None)
+    assert status_line(model, None) == "restarting to apply config v2"
+    panel = daemon_content(model, identity).plain.splitlines()
+    assert panel[1].startswith("RESTARTING  pid 7") and panel[2].strip() == "restarting to apply config v2", panel
+    assert "DEAD" not in "\n".join(panel)
+    # Its next run is the daemon again; a start that fails before one is launched leaves a dead daemon.
+    model.apply(ev.StartFailed(T0 + 61, "the daemon did not start: [Errno 2] No such file or directory"))
+    assert status_line(model, None) == "DEAD"
+    assert daemon_content(model, identity).plain.splitlines()[1].startswith("DEAD  pid 7")

@@ -19,7 +19,7 @@ from ... import events as ev
 from ...advice import knob_hints
 from ...controller import Identity
 from ...diagnosis import client_view
-from ...figures import bench_per_hour, clock_label, not_proving, proof_counts, session_rate
+from ...figures import bench_per_hour, clock_label, not_proving, planned_stop, proof_counts, session_rate
 from ...model import SessionModel
 from ...units import format_duration as duration
 from ...units import format_size
@@ -101,9 +101,10 @@ def daemon_content(model: SessionModel, identity: Identity) -> Content:
         since = f" for {duration(now - at)}" if now is not None and at is not None else ""
         parts += [(f" NOT PROVING{since} ", "bold reverse $error"), f"  {' · '.join(facts)}\n"]
         parts.append((f"  {stopped}\n", "$error"))
-    elif d.phase == "dead" and d.exit is not None and d.exit.handover is not None:
-        # The TUI gave its daemon to a benchmark or a knob search, or took it back: planned, not a death.
-        parts += [("HANDED OVER", "bold $accent"), "  " + " · ".join(facts) + "\n"]
+    elif (planned := planned_stop(model)) is not None:
+        # The TUI restarts its daemon to apply a config, gives it to a benchmark or a knob search, or takes it
+        # back: planned, not a death.
+        parts += [(planned[0], "bold $accent"), "  " + " · ".join(facts) + "\n"]
     else:
         parts += [(d.phase.upper(), state_style[d.phase]), "  " + " · ".join(facts) + "\n"]
     if d.phase == "dead" and d.exit is not None:
