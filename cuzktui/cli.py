@@ -152,9 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     attach.add_argument("address", help="gRPC address: host:port or unix:///path")
     attach.add_argument("--status-url", metavar="URL", help="the daemon's HTTP status URL, if enabled")
     attach.add_argument("--log", metavar="FILE", help="the daemon's log file to follow")
-    attach.add_argument(
-        "--journal", metavar="UNIT", help="follow the daemon's log in journald (journalctl -o cat -f -u UNIT)"
-    )
+    attach.add_argument("--journal", metavar="UNIT", help="follow the daemon's log in journald (journalctl -f -u UNIT)")
     attach.add_argument(
         "--pid", type=int, metavar="PID", help="the daemon's pid (default: the owner of the listening socket)"
     )

@@ -5,13 +5,14 @@ which logrotate renames or truncates and a wiped box loses. So the session keeps
 each live poll copies what the file gained into the session's ``daemon.log`` (:class:`LogCopy`), and
 the live follower reads that copy exactly as it reads a launched daemon's log: live, replay, report
 and export read one file (docs/architecture.md). A journald log comes through journalctl's output,
-appended to the same file line by line (:class:`PipeCopy`).
+appended to the same file an entry at a time, its cursor recorded beside it (:class:`JournalCopy`).
 
 Where a copy starts: in a new session, at the current daemon run's ``cuzk-daemon starting`` line
 (its TIMELINE offsets count from that run's engine start, so the copy needs the run's first lines,
 as ``--journal`` reads the unit since the run's start), else at the file's start (a file rotated
 since the run began). Continuing a session that already holds a copy, right after the last line it
-holds when the file still has that line (else the file is newer than the copy: from its start).
+holds when the file still has that line (else the file is newer than the copy: from its start); a
+journal's copy, after the entry whose cursor it recorded.
 
 Rotation, noticed at each look (each poll):
 
@@ -34,6 +35,7 @@ middle one. Nothing that is in a file when it is looked at is lost or copied twi
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import threading
 from collections.abc import Callable
@@ -44,7 +46,8 @@ from typing import Final
 from . import daemon_messages as M
 from .events import DaemonStarting
 from .logparse import parse_line, strip_ansi
-from .session import open_private_append
+from .session import open_private_append, write_private
+from .session_layout import JOURNAL_CURSOR
 
 COPY_CHUNK: Final = 1 << 20
 # The bytes before the read position compared at each look: a file truncated and grown past it again
@@ -58,6 +61,9 @@ _COPIES_LOOKED_AT: Final = 16
 # A rolled-over session begins with the current run's first lines (its start, engine start, workers),
 # up to its first job's line and at most this much.
 PREAMBLE_MAX: Final = 256 << 10
+# A journal copy ends between writing a batch and recording its cursor with at most a batch past the record:
+# more than this past it was not written by the copy, and is not compared with the entries that follow.
+_WRITTEN_PAST_MARK_MAX: Final = 4 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -377,16 +383,27 @@ class LogCopy:
         self._previous = self._current = None
 
 
-class PipeCopy:
-    """A process's output (journalctl's) appended to a file whole lines at a time, by a thread of its own.
+class JournalCopy:
+    """journalctl's entries (``-o json``), copied into a file by a thread of their own: each entry's message as
+    a line, as ``journalctl -o cat`` prints it.
 
-    ``retarget`` moves the copy to another file between two lines (a session rolled over): no line is
-    split between the two files, lost or written twice."""
+    After each batch of entries, the cursor of the last one is recorded beside the file (``journal.cursor``,
+    with the file's size then): a session continued later goes on right after it (:func:`journal_resume`),
+    so no entry is copied twice and none is skipped. JSON gives each entry's cursor with its message, which
+    is what makes the record exact: ``--show-cursor`` and ``--cursor-file`` give one only when journalctl
+    ends (a follow ended by a signal, or with a SIGKILLed TUI, may never write it), and say where
+    journalctl's output ended, not which of its lines reached the file.
 
-    def __init__(self, fd: int, destination: Path) -> None:
+    ``retarget`` moves the copy to another file between two entries (a session rolled over): none is split
+    between the two files, lost or written twice."""
+
+    def __init__(self, fd: int, destination: Path, resume: JournalResume | None = None) -> None:
         self._fd = fd
         self._lock = threading.Lock()
+        self._destination = destination
         self._out: int | None = open_private_append(destination)
+        self._cursor = resume.cursor if resume is not None else None
+        self._written = resume.written if resume is not None else b""
         self._thread = threading.Thread(target=self._pump, name="journal copy", daemon=True)
         self._thread.start()
 
@@ -397,6 +414,8 @@ class PipeCopy:
                 old = fresh
             else:
                 self._out, old = fresh, self._out
+                self._destination = destination
+                self._mark()  # what the new file holds already (a rolled-over session's preamble) precedes it
         os.close(old)
 
     def _pump(self) -> None:
@@ -407,21 +426,116 @@ class PipeCopy:
                 end = data.rfind(b"\n") + 1
                 partial = data[end:]
                 if end:
-                    with self._lock:
-                        assert self._out is not None  # only this thread ends it
-                        _write_all(self._out, data[:end])
+                    self._copy(data[:end].splitlines())
         except OSError:
             pass  # the pipe or the file failed: nothing more can be copied
         finally:
+            # A line cut at the end holds no whole entry: not copied, nor marked (a continued session takes it).
             with self._lock:
                 out, self._out = self._out, None
                 assert out is not None
-                with contextlib.suppress(OSError):
-                    if partial:
-                        _write_all(out, partial)
                 os.close(out)
             os.close(self._fd)
+
+    def _copy(self, lines: list[bytes]) -> None:
+        """Append the messages of one batch of entries, then mark the last entry as copied."""
+        messages: list[bytes] = []
+        cursor = None
+        for line in lines:
+            entry = journal_entry(line)
+            if entry is None:
+                continue
+            cursor, message = entry
+            if message is not None:
+                messages.append(self._unwritten(message + b"\n"))
+        if cursor is None:
+            return
+        with self._lock:
+            assert self._out is not None  # only this thread ends it
+            _write_all(self._out, b"".join(messages))
+            self._cursor = cursor
+            self._mark()
+
+    def _unwritten(self, line: bytes) -> bytes:
+        """What of an entry's line the file does not hold yet: the file's bytes past the recorded cursor (written,
+        their cursor not recorded: the copy ended between the two) are the entries after it, skipped as they
+        match; bytes that do not match were not written by this copy, and everything is copied from there."""
+        if not self._written:
+            return line
+        common = min(len(line), len(self._written))
+        if line[:common] != self._written[:common]:
+            self._written = b""
+            return line
+        self._written = self._written[common:]
+        return line[common:]
+
+    def _mark(self) -> None:
+        """Record the last entry copied and the file's size then (see :func:`journal_resume`). Not synced to disk:
+        a process that ends does not need it, and a record a crashed machine lost only costs the exactness."""
+        if self._cursor is None or self._out is None:
+            return
+        record = {"cursor": self._cursor, "log_bytes": os.fstat(self._out).st_size}
+        with contextlib.suppress(OSError):  # the log copy goes on without its mark
+            write_private(_cursor_path(self._destination), json.dumps(record).encode(), durable=False)
 
     def join(self, timeout: float) -> None:
         """Wait for the rest of the output once the process has ended (its end of the pipe closed)."""
         self._thread.join(timeout)
+
+
+@dataclass(frozen=True, slots=True)
+class JournalResume:
+    """Where a journal copy goes on: after the entry ``cursor``; ``written``: the file's bytes past that entry's
+    record (entries after it, written before their cursor was recorded: see :meth:`JournalCopy._unwritten`)."""
+
+    cursor: str
+    written: bytes
+
+
+def _cursor_path(destination: Path) -> Path:
+    return destination.with_name(JOURNAL_CURSOR)
+
+
+def journal_resume(destination: Path) -> JournalResume | None:
+    """Where copying the journal into ``destination`` goes on: after the last entry it holds, when a journal copy
+    recorded it (``journalctl --after-cursor``); None: no record (a new copy starts at the daemon run's start)."""
+    try:
+        record = json.loads(_cursor_path(destination).read_bytes())
+        cursor, recorded = record["cursor"], record["log_bytes"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(cursor, str) or not isinstance(recorded, int):
+        return None
+    written = b""
+    with contextlib.suppress(OSError), destination.open("rb") as log:
+        size = log.seek(0, os.SEEK_END)
+        if recorded < size <= recorded + _WRITTEN_PAST_MARK_MAX:
+            log.seek(recorded)
+            written = log.read()
+    return JournalResume(cursor, written)
+
+
+def journal_entry(line: bytes) -> tuple[str, bytes | None] | None:
+    """(cursor, message) of one line of ``journalctl -o json``; message None: the entry has none (``-o cat``
+    prints nothing for it); None: the line is no entry."""
+    try:
+        entry = json.loads(line)
+        cursor = entry["__CURSOR"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(cursor, str):
+        return None
+    return cursor, _field_bytes(entry.get("MESSAGE"))
+
+
+def _field_bytes(value: object) -> bytes | None:
+    """A field of journalctl's JSON as bytes: a string; an array of byte values (a value that is not printable
+    UTF-8: ANSI colours, say); an array of those for a field the entry holds more than once (``-o cat`` prints
+    the first); null (over 4096 bytes without ``--all``) or absent: None."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace")
+    if isinstance(value, list) and value:
+        if all(isinstance(byte, int) and 0 <= byte < 256 for byte in value):
+            return bytes(value)
+        return _field_bytes(value[0])
+    return None

@@ -11,7 +11,9 @@ A session directory (``user_state_dir("cuzk-tui")/sessions/<YYYYmmdd-HHMMSS>-<la
   appended with a single ``write`` on an O_APPEND descriptor, so the TUI and a benchmark runner
   in another process can record into the same session without interleaving;
 * ``meta.json`` — host, GPUs, cgroup, memcheck report, tool version, creation time, mode; ``continues``:
-  the session a recording rolled over from (``record --keep``).
+  the session a recording rolled over from (``record --keep``);
+* ``journal.cursor`` — with ``--journal``: the journal cursor of the last entry daemon.log holds, and
+  daemon.log's size then, where a continued session's copy goes on (cuzktui.log_copy.JournalCopy).
 
 :class:`SessionFollower` turns the two growing files back into events. The TUI polls it while
 a session is live and :func:`iter_session_events` drains it once for replay and export, so live
@@ -98,14 +100,16 @@ def open_private_append(path: Path) -> int:
     return fd
 
 
-def _write_private(path: Path, data: bytes) -> None:
-    """Replace ``path`` atomically with a 0600 file holding ``data``."""
+def write_private(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Replace ``path`` atomically with a 0600 file holding ``data``; ``durable``: on disk before it replaces
+    ``path`` (a crash of the machine keeps the old or the new, never an empty one)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
     try:
         os.fchmod(fd, FILE_MODE)
         os.write(fd, data)
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
@@ -220,7 +224,7 @@ class SessionWriter:
         """Merge ``fields`` into meta.json (host, gpus, cgroup, memcheck, mode, …), replacing it atomically."""
         meta = self.read_meta()
         meta.update(fields)
-        _write_private(self.meta_path, (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+        write_private(self.meta_path, (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
     def close(self) -> None:
         if self._events_fd is not None:

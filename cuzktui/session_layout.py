@@ -13,6 +13,7 @@ DAEMON_LOG: Final = "daemon.log"
 EVENTS_FILE: Final = "events.jsonl"
 META_FILE: Final = "meta.json"
 CONFIG_DIR: Final = "config"
+JOURNAL_CURSOR: Final = "journal.cursor"
 
 
 def config_versions(directory: Path) -> list[Path]:

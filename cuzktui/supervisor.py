@@ -43,7 +43,7 @@ from .client import STATUS_TIMEOUT_S, ClientError, DaemonClient, StatusError, fe
 from .config import ConfigDocument, ConfigError
 from .daemon_config import read_config
 from .diagnosis import BudgetFacts, budget_root_cause
-from .log_copy import PipeCopy
+from .log_copy import JournalCopy, journal_resume
 from .logfilter import launch_environment
 from .logparse import strip_ansi
 from .planner import cgroup_aware_budget
@@ -431,7 +431,7 @@ class Supervisor:
         self._probed: tuple[float, pb.GetStatusResponse] | None = None
         self._journal_unit: str | None = None
         self._journal: subprocess.Popen[bytes] | None = None
-        self._journal_copy: PipeCopy | None = None
+        self._journal_copy: JournalCopy | None = None
         # An attached daemon's log file copied into the session (the live controller's LogCopy): the run's lines
         # are read from the copy, brought up to date by awaiting this first (after a rename-and-create the file
         # at the path no longer holds them).
@@ -722,14 +722,23 @@ class Supervisor:
         self._emit(ev.Notice(now, "info", said))
 
     def _start_journal(self, uptime: float | None) -> None:
-        """``journalctl -o cat -f -u UNIT`` appended to daemon.log: from this daemon run's start when its
-        uptime is known, else its last lines. Through a pipe, a line at a time (log_copy.PipeCopy): a session
-        that rolls over (:meth:`record_into`) takes the next line, and journalctl ends with this process
-        however it ends (its next write breaks the pipe) instead of appending to the session for ever."""
+        """``journalctl -f -u UNIT``'s messages appended to daemon.log: right after the last entry it holds when
+        the session is continued, else from this daemon run's start when its uptime is known, else its last
+        lines. As JSON through a pipe, an entry at a time with its cursor (log_copy.JournalCopy): a continued
+        session reads no entry twice, one that rolls over (:meth:`record_into`) takes the next entry, and
+        journalctl ends with this process however it ends (its next write breaks the pipe) instead of
+        appending to the session for ever."""
         if self._journal_unit is None or self._journal is not None:
             return
-        since = ["--since", f"@{int(time.time() - uptime)}"] if uptime is not None else ["--lines", "1000"]
-        argv = ["journalctl", "-o", "cat", "-f", "-u", self._journal_unit, *since]
+        resume = journal_resume(self.session.daemon_log_path)
+        if resume is not None:
+            since = ["--after-cursor", resume.cursor]
+        elif uptime is not None:
+            since = ["--since", f"@{int(time.time() - uptime)}"]
+        else:
+            since = ["--lines", "1000"]
+        # MESSAGE only: the cursor comes with it (journalctl(1) --output-fields; systemd 236 and later).
+        argv = ["journalctl", "-o", "json", "--output-fields=MESSAGE", "--all", "-f", "-u", self._journal_unit, *since]
         try:
             journal = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -740,7 +749,7 @@ class Supervisor:
             return
         assert journal.stdout is not None
         self._journal = journal
-        self._journal_copy = PipeCopy(os.dup(journal.stdout.fileno()), self.session.daemon_log_path)
+        self._journal_copy = JournalCopy(os.dup(journal.stdout.fileno()), self.session.daemon_log_path, resume)
         journal.stdout.close()
 
     def recent_status(self, max_age: float) -> pb.GetStatusResponse | None:

@@ -10,6 +10,7 @@ import shlex
 import signal
 import stat
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -297,11 +298,40 @@ JOURNAL_LINES = (
 )
 
 
-def stand_in_journalctl(directory: Path, argv_file: Path) -> None:
-    """A ``journalctl`` that records its arguments, prints the unit's lines and follows (sleeps)."""
+STAND_IN_CURSOR = "s=stand-in;i="  # then the entry's index, from 0
+
+
+def stand_in_journalctl(directory: Path, journal: Path, argv_file: Path) -> None:
+    """A ``journalctl`` in ``directory``: it writes its arguments to ``argv_file`` and follows ``journal`` (what
+    journald holds of the unit, a message a line) as ``journalctl -o json -f`` does, each entry with its cursor,
+    a message that is not UTF-8 as its bytes' values; ``--after-cursor`` starts after that entry."""
+    body = f"""\
+import json, os, sys, time
+args = sys.argv[1:]
+with open({str(argv_file)!r}, "w") as out:
+    out.write("".join(arg + "\\n" for arg in args))
+after = -1
+if "--after-cursor" in args:
+    after = int(args[args.index("--after-cursor") + 1].removeprefix({STAND_IN_CURSOR!r}))
+index = 0
+with open({str(journal)!r}, "rb") as entries:
+    while True:
+        line = entries.readline()
+        if not line.endswith(b"\\n"):  # journald's end for now: follow it (-f)
+            entries.seek(-len(line), os.SEEK_CUR)
+            time.sleep(0.01)
+            continue
+        if index > after:
+            message = line[:-1]
+            try:
+                value = message.decode()
+            except UnicodeDecodeError:
+                value = list(message)
+            print(json.dumps({{"__CURSOR": {STAND_IN_CURSOR!r} + str(index), "MESSAGE": value}}), flush=True)
+        index += 1
+"""
     script = directory / "journalctl"
-    body = "\n".join(f"printf '%s\\n' {shlex.quote(line)}" for line in JOURNAL_LINES)
-    script.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > {shlex.quote(str(argv_file))}\n{body}\nexec sleep 600\n")
+    script.write_text(f"#!{sys.executable}\n{body}")
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
 
 
@@ -311,7 +341,9 @@ async def test_the_log_is_read_from_journald_with_an_argument_list(
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     argv_file = tmp_path / "journalctl-argv"
-    stand_in_journalctl(bin_dir, argv_file)
+    entries = tmp_path / "journal"
+    entries.write_text("".join(line + "\n" for line in JOURNAL_LINES))
+    stand_in_journalctl(bin_dir, entries, argv_file)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     controller = LiveController(
         LiveOptions(
@@ -327,8 +359,8 @@ async def test_the_log_is_read_from_journald_with_an_argument_list(
         )
         assert not controller.daemon_running(), "an attached daemon is not ours: quitting asks nothing"
         args = argv_file.read_text().split("\n")[:-1]
-        assert args[:6] == ["-o", "cat", "-f", "-u", "cuzk.service", "--since"]
-        assert args[6].startswith("@") and int(args[6][1:]) <= time.time()  # this daemon run's start
+        assert args[:8] == ["-o", "json", "--output-fields=MESSAGE", "--all", "-f", "-u", "cuzk.service", "--since"]
+        assert args[8].startswith("@") and int(args[8][1:]) <= time.time()  # this daemon run's start
         await polled_until(controller, lambda: bool(controller.model.timeline.jobs()), "the journal's TIMELINE lines")
         (job,) = controller.model.timeline.jobs()
         assert job.job_id == "porep-1000-17" and job.partitions[0].synth_ms == 40000

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
 import subprocess
 import sys
@@ -21,7 +20,7 @@ from cuzktui.live import AttachTarget, LiveController, LiveOptions
 from cuzktui.model import SessionModel
 from cuzktui.report import build_report
 from cuzktui.session import iter_session_events, load_session
-from tests.test_attach import polled_until
+from tests.test_attach import STAND_IN_CURSOR, polled_until, stand_in_journalctl
 from tests.test_report import assembled, partitioned_job, startup
 
 DONE_PER_STEP = 2
@@ -147,18 +146,24 @@ async def test_a_recording_rolled_over_to_a_new_session_loses_no_line_and_each_s
     assert json.loads((second / "meta.json").read_text())["continues"] == str(first)
 
 
+def follow_journal(tmp_path: Path, journal: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A stand-in ``journalctl`` on PATH that follows ``journal`` (what journald holds of the unit, a message a
+    line); the file its arguments are written to."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    argv_file = tmp_path / "journalctl-argv"
+    stand_in_journalctl(bin_dir, journal, argv_file)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return argv_file
+
+
 async def test_a_journal_followed_into_a_rolled_over_session_goes_on_at_the_next_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     journal = tmp_path / "journal"  # what journald holds of the unit
     run = ("\n".join(startup()) + "\n").encode()
     journal.write_bytes(run + jobs_done(1, 2, 10.0))
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    stand_in = bin_dir / "journalctl"  # follows the unit's entries as `journalctl -o cat -f` prints them
-    stand_in.write_text(f"#!/bin/sh\nexec tail -n +1 -f {shlex.quote(str(journal))}\n")
-    stand_in.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    follow_journal(tmp_path, journal, monkeypatch)
     first = tmp_path / "first"
     target = AttachTarget(f"unix://{tmp_path}/nothing.sock", journal_unit="cuzk.service")
     controller = LiveController(LiveOptions(program=None, attach=target, session_dir=first))
@@ -223,3 +228,45 @@ async def test_an_attached_daemons_fatal_report_is_read_from_the_sessions_copy_a
     assert exit.error_report == FATAL_REPORT.decode().strip(), exit
     (recorded,) = [e for e in iter_session_events(session) if isinstance(e, ev.DaemonExited)]
     assert recorded.error_report == exit.error_report
+
+
+async def test_a_session_continued_with_the_journal_reads_no_entry_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attached with --journal, left, and attached again into the same session (the printed attach line): the
+    copy goes on after the last entry the session holds (journalctl --after-cursor), also after a TUI that
+    ended between writing entries and recording their cursor: none is written twice."""
+    journal = tmp_path / "journal"
+    journal.write_bytes(("\n".join(startup()) + "\n").encode() + jobs_done(1, 2, 10.0))
+    argv_file = follow_journal(tmp_path, journal, monkeypatch)
+    session = tmp_path / "session"
+    target = AttachTarget(f"unix://{tmp_path}/nothing.sock", journal_unit="cuzk.service")
+
+    async def watch(jobs: int) -> list[str]:
+        """Attach into the session until its model has ``jobs`` completed jobs; journalctl's arguments."""
+        controller = LiveController(LiveOptions(program=None, attach=target, session_dir=session))
+        await controller.start()
+        try:
+            await polled_until(controller, lambda: len(completed(statuses(controller.model))) == jobs, f"{jobs} jobs")
+        finally:
+            await controller.shutdown(stop_daemon=False)
+        return argv_file.read_text().splitlines()
+
+    await watch(2)
+    copied = session / "daemon.log"
+    assert copied.read_bytes() == journal.read_bytes()
+    entries = journal.read_bytes().count(b"\n")
+    marked = (session / "journal.cursor").read_bytes()
+    with journal.open("ab") as journald:  # the daemon goes on while nobody watches
+        journald.write(jobs_done(3, 2, 20.0))
+    args = await watch(4)
+    assert args[args.index("--after-cursor") + 1] == f"{STAND_IN_CURSOR}{entries - 1}"
+    assert copied.read_bytes() == journal.read_bytes()
+    # As if the TUI had been killed after writing jobs 3 and 4 into the session, before recording their cursor.
+    (session / "journal.cursor").write_bytes(marked)
+    with journal.open("ab") as journald:
+        journald.write(jobs_done(5, 2, 30.0))
+    await watch(6)
+    assert copied.read_bytes() == journal.read_bytes()
+    _, model = load_session(session, cache=False)
+    assert completed(statuses(model)) == [f"porep-1000-{n}" for n in range(1, 7)] and model.runs() == 1

@@ -3,6 +3,7 @@ logrotate's two ways of rotating it between two looks, driven by the test (no cl
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cuzktui.log_copy import CopyNote, LogCopy, PipeCopy, run_preamble
+from cuzktui.log_copy import CopyNote, JournalCopy, JournalResume, LogCopy, journal_resume, run_preamble
 
 RUN_START = "2026-05-01T07:00:00.000000Z  INFO cuzk_daemon: cuzk-daemon starting\n"
 ENGINE_START = "2026-05-01T07:00:01.000000Z  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true\n"
@@ -221,19 +222,76 @@ def test_the_preamble_is_the_current_runs_first_lines_up_to_its_first_job(tmp_pa
     assert run_preamble(log) == b""
 
 
-def test_a_pipe_copy_moves_to_another_file_between_two_lines(tmp_path: Path) -> None:
-    read_end, write_end = os.pipe()
-    first, second = tmp_path / "one.log", tmp_path / "two.log"
-    pipe = PipeCopy(read_end, first)
-    os.write(write_end, b"a\nb\n")
+def entry(index: int, message: object = None) -> bytes:
+    """Entry ``index`` of a unit as a line of ``journalctl -o json --output-fields=MESSAGE`` (no MESSAGE: None)."""
+    fields: dict[str, object] = {"__CURSOR": f"s=0;i={index}", "__REALTIME_TIMESTAMP": str(1_777_000_000 + index)}
+    if message is not None:
+        fields["MESSAGE"] = message
+    return (json.dumps(fields) + "\n").encode()
+
+
+def copied_until(log: Path, index: int) -> JournalResume | None:
+    """Wait until the copy into ``log`` has recorded entry ``index`` as its last; where it goes on from then."""
     deadline = time.monotonic() + 30
-    while first.read_bytes() != b"a\nb\n":
-        assert time.monotonic() < deadline, "the pipe's lines were not copied"
+    while (resume := journal_resume(log)) is None or resume.cursor != f"s=0;i={index}":
+        assert time.monotonic() < deadline, f"entry {index} was not copied: {resume}"
         time.sleep(0.01)
-    os.write(write_end, b"half ")  # a line under way when the copy moves goes whole to the new file
-    pipe.retarget(second)
-    os.write(write_end, b"line\nc")
+    return resume
+
+
+def test_a_journal_copy_writes_each_message_as_cat_does_records_its_cursor_and_moves_between_two_entries(
+    tmp_path: Path,
+) -> None:
+    read_end, write_end = os.pipe()
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    first, second = tmp_path / "one" / "daemon.log", tmp_path / "two" / "daemon.log"
+    copy = JournalCopy(read_end, first)
+    # A string; bytes that are not printable UTF-8 (an array of their values); a field given twice (-o cat prints
+    # the first); an entry without a message (-o cat prints nothing).
+    os.write(write_end, entry(0, "a") + entry(1, [98, 27, 255]) + entry(2, ["c", "c again"]) + entry(3))
+    assert copied_until(first, 3) == JournalResume("s=0;i=3", b"")
+    assert first.read_bytes() == b"a\nb\x1b\xff\nc\n"
+    second.write_bytes(b"the run's first lines\n")  # a rolled-over session's preamble, before the copy moves
+    under_way = entry(4, "d")
+    os.write(write_end, under_way[:12])  # an entry under way when the copy moves goes whole to the new file
+    copy.retarget(second)
+    assert journal_resume(second) == JournalResume("s=0;i=3", b""), "the preamble comes before the next entry"
+    os.write(write_end, under_way[12:] + entry(5, "e")[:-9])  # journalctl ended in the middle of an entry
     os.close(write_end)
-    pipe.join(30)
-    assert first.read_bytes() == b"a\nb\n"
-    assert second.read_bytes() == b"half line\nc"
+    copy.join(30)
+    assert first.read_bytes() == b"a\nb\x1b\xff\nc\n"
+    assert second.read_bytes() == b"the run's first lines\nd\n"
+    assert journal_resume(second) == JournalResume("s=0;i=4", b""), "a cut entry is neither copied nor recorded"
+
+
+def test_a_continued_journal_copy_writes_none_of_what_the_file_holds_past_its_record(tmp_path: Path) -> None:
+    log = tmp_path / "daemon.log"
+    read_end, write_end = os.pipe()
+    copy = JournalCopy(read_end, log)
+    os.write(write_end, entry(0, "a"))
+    copied_until(log, 0)
+    os.close(write_end)
+    copy.join(30)
+    # Ended after writing entry 1 and half of entry 2 (a full disk), before recording them.
+    with log.open("ab") as out:
+        out.write(b"b\nc")
+    resume = journal_resume(log)
+    assert resume == JournalResume("s=0;i=0", b"b\nc")
+    read_end, write_end = os.pipe()  # journalctl --after-cursor s=0;i=0
+    copy = JournalCopy(read_end, log, resume)
+    os.write(write_end, entry(1, "b") + entry(2, "cc") + entry(3, "d"))
+    copied_until(log, 3)
+    assert log.read_bytes() == b"a\nb\ncc\nd\n"
+    os.close(write_end)
+    copy.join(30)
+    # Bytes past the record that are not the entries after it were not written by the copy: everything is copied.
+    with log.open("ab") as out:
+        out.write(b"someone else's line\n")
+    read_end, write_end = os.pipe()
+    copy = JournalCopy(read_end, log, journal_resume(log))
+    os.write(write_end, entry(4, "e"))
+    copied_until(log, 4)
+    os.close(write_end)
+    copy.join(30)
+    assert log.read_bytes() == b"a\nb\ncc\nd\nsomeone else's line\ne\n"
