@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 
+from rich.cells import cell_len
 from textual.app import App, ComposeResult
 
 from cuzktui.ui.widgets.logview import ALL_LEVELS, Level, LogView, scan_lines, sniff_level
@@ -84,6 +86,43 @@ async def test_indexes_and_follows_a_growing_file(tmp_path: Path) -> None:
         assert not view.follow
         await pilot.press("end")
         assert view.follow
+
+
+async def test_every_row_is_drawn_whole_whatever_the_line_holds(tmp_path: Path) -> None:
+    """What a terminal draws of each row is the view's width, no more, no less: the last line came with its
+    newline, which moved the cursor down mid-row, and the rest of the row kept a longer line's tail
+    (``…:31609l/state/cuzk-tui/sessi``) while the padding landed on the row below; other control characters
+    (an OSC title, a NUL) are shown as cat -v shows them instead of being sent."""
+    path = tmp_path / "daemon.log"
+    with path.open("w") as f:
+        for i in range(40):
+            f.write(human(i, message=f"config loaded path=/root/.local/state/cuzk-tui/sessions/{i:04d}/cuzk.toml"))
+        f.write(human(40, message="\x1b]0;pwned\x07 \x00"))
+        f.write("TIMELINE,5168,GPU_START,porep-1000-2,worker=0,partition=8\n")
+    app = LogApp(path)
+
+    async def rows_drawn(view: LogView) -> list[str]:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        width = view.scrollable_content_region.width
+        rows = ["".join(segment.text for segment in view.render_line(y)) for y in range(view.size.height - 1)]
+        for row in rows:
+            assert not [ch for ch in row if unicodedata.category(ch) == "Cc"], repr(row)
+            assert cell_len(row) == width, repr(row)
+        return rows
+
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = app.query_one(LogView)
+        rows = await rows_drawn(view)
+        assert rows[-1].rstrip() == "TIMELINE,5168,GPU_START,porep-1000-2,worker=0,partition=8"
+        assert rows[-2].startswith("2026-05-01T07:00:40.000040Z  INFO cuzk_core::engine: ^[]0;pwned^G ^@")
+        view.scroll_to(x=20, animate=False, immediate=True)  # the long lines' ends, as the operator saw them
+        assert (await rows_drawn(view))[-1].rstrip() == "ART,porep-1000-2,worker=0,partition=8"
+        with path.open("a") as f:  # the once-last line, followed by more, is drawn (and cached) whole too
+            f.write(human(41))
+        view.poll()
+        rows = await rows_drawn(view)
+        assert rows[-2].rstrip() == "ART,porep-1000-2,worker=0,partition=8"
 
 
 async def test_level_filter_hides_lines(tmp_path: Path) -> None:

@@ -55,6 +55,10 @@ MAX_LINE_BYTES: Final = 8192
 SEARCH_WINDOW: Final = 8 << 20
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# Control characters left after the colour codes go: Rich counts them zero cells wide, but a terminal acts
+# on them (a newline moves the cursor down, and the rest of the row keeps what was drawn there before).
+# Shown as ``cat -v`` does (^X; a C1 control as U+FFFD), each takes the cells it is counted for.
+_CONTROLS: Final = {c: f"^{chr(c ^ 0x40)}" for c in (*range(0x20), 0x7F)} | {c: "\ufffd" for c in range(0x80, 0xA0)}
 _TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z")
 _LEVEL_WORDS: Final = ((b"ERROR", Level.ERROR), (b"WARN", Level.WARN), (b"INFO", Level.INFO), (b"DEBUG", Level.DEBUG))
 
@@ -577,10 +581,15 @@ class LogView(ScrollView, can_focus=True):
                 assert self.path is not None
                 self._file = self.path.open("rb")
             start = self._offsets[line]
-            stop = self._offsets[line + 1] - 1 if line + 1 < len(self._offsets) else self._end
+            # A line ends before its newline; only an open tail (the daemon mid-write) has none yet.
+            if line + 1 < len(self._offsets):
+                stop = self._offsets[line + 1] - 1
+            else:
+                stop = self._end if self._open_tail else self._end - 1
             self._file.seek(start)
             raw = self._file.read(min(stop - start, MAX_LINE_BYTES))
             text = _ANSI.sub("", raw.decode("utf-8", "replace")).replace("\t", "    ").rstrip("\r")
+            text = text.translate(_CONTROLS)
             self._text_cache.set(line, text)
         return text
 
