@@ -225,6 +225,12 @@ def status_hostport(url: str) -> tuple[str, int]:
     return parts.hostname, parts.port
 
 
+def status_endpoint(address: str) -> str:
+    """The status endpoint as a URL, for an address given as ``host:port`` (``status_listen``) or as a URL."""
+    text = address.strip()
+    return text if "://" in text else f"http://{text}/status"
+
+
 async def fetch_status_json(url: str, timeout: float = 2.0) -> dict[str, Any] | None:
     """GET /status and return the decoded JSON; None when nothing listens (connection refused)."""
     host, port = status_hostport(url)

@@ -32,7 +32,7 @@ import psutil
 
 from . import events as ev
 from .bench import BenchUsageError, checked_requests, spawn_bench_process
-from .client import ClientError
+from .client import ClientError, status_endpoint
 from .config import ConfigDocument, ConfigError, build_config, load_config, save_atomic
 from .controller import (
     BenchRequest,
@@ -183,6 +183,8 @@ class LiveOptions:
     run_bench: BenchRequest | None = None
     sample_interval: float = 1.0
     metrics_address: tuple[str, int] | None = None  # serve OpenMetrics here (cuzktui.metrics)
+    # This program as a shell runs it again (commands/tui.py invoked_as): the printed attach line starts with it.
+    command: tuple[str, ...] = ("cuzk-tui",)
 
 
 # What a rolled-over session takes from the one it continues (the rest is its own: label, creation time).
@@ -1021,10 +1023,10 @@ class LiveController(LocalQueries):
         listen = (s.listen if s is not None else None) or self.model.daemon.listen
         if not listen:
             return ""
-        parts = ["cuzk-tui", "attach", listen]
-        status_url = (s.status_url if s is not None else None) or self.model.daemon.status_url
-        if status_url:
-            parts += ["--status-url", status_url]
+        parts = [*self.options.command, "attach", listen]
+        status_address = (s.status_url if s is not None else None) or self.model.daemon.status_url
+        if status_address:
+            parts += ["--status-url", status_endpoint(status_address)]
         journal = self.options.attach.journal_unit if self.options.attach is not None else None
         if journal is not None:
             parts += ["--journal", journal]

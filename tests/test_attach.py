@@ -20,8 +20,8 @@ import pytest
 
 from cuzktui import events as ev
 from cuzktui.cli import build_parser
-from cuzktui.client import DaemonClient
-from cuzktui.commands.tui import UsageError, attach_options
+from cuzktui.client import DaemonClient, status_hostport
+from cuzktui.commands.tui import UsageError, attach_options, invoked_as
 from cuzktui.live import AttachTarget, LiveController, LiveOptions, find_detached_session
 from cuzktui.model import SessionModel
 from cuzktui.samplers import listener_pid
@@ -416,6 +416,42 @@ async def test_leave_running_says_what_keeps_running_and_one_attach_line_continu
     finally:
         if pid is not None and alive(pid):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_the_attach_line_runs_this_program_as_a_shell_finds_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's install leaves cuzk-tui in .venv/bin, where PATH does not look: the printed `cuzk-tui
+    attach …` said "command not found" when pasted. The line starts with what runs this program again."""
+    bin_dir = tmp_path / "venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    script = bin_dir / "cuzk-tui"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    python = bin_dir / "python"
+    python.symlink_to(sys.executable)
+    elsewhere = tmp_path / "usr-bin"
+    elsewhere.mkdir()
+    monkeypatch.chdir(tmp_path)
+    # Run as the README says (.venv/bin/cuzk-tui), not on PATH: its absolute path.
+    assert invoked_as("venv/bin/cuzk-tui", str(python), str(elsewhere)) == (str(script),)
+    # On PATH: its name. Another cuzk-tui first on PATH is not this one: the path again.
+    assert invoked_as(str(script), str(python), str(bin_dir)) == ("cuzk-tui",)
+    (elsewhere / "cuzk-tui").write_text("#!/bin/sh\n")
+    (elsewhere / "cuzk-tui").chmod(0o755)
+    assert invoked_as(str(script), str(python), f"{elsewhere}:{bin_dir}") == (str(script),)
+    # python -m cuzktui.cli: this interpreter (the venv's link, not what it points to) and the module.
+    module = str(Path("cuzktui/cli.py").resolve())
+    assert invoked_as(module, str(python), str(elsewhere)) == (str(python), "-m", "cuzktui.cli")
+
+    # The line: that program, and the status endpoint as a URL (host:port alone read as a file name to a newcomer).
+    target = AttachTarget("127.0.0.1:9820", "127.0.0.1:9821")
+    controller = LiveController(LiveOptions(program=None, attach=target, command=(str(script),)))
+    controller.model.apply(
+        ev.DaemonLaunched(1000.0, "attached", None, (), None, "127.0.0.1:9820", None, status_url="127.0.0.1:9821")
+    )
+    line = controller.reattach_hint()
+    assert line == f"{script} attach 127.0.0.1:9820 --status-url http://127.0.0.1:9821/status"
+    args = build_parser().parse_args(shlex.split(line)[1:])
+    assert status_hostport(args.status_url) == ("127.0.0.1", 9821)
 
 
 def test_attach_finds_the_session_whose_benchmark_still_runs(tmp_path: Path) -> None:

@@ -255,12 +255,15 @@ def test_leave_running_prints_one_attach_line_that_shows_the_benchmark_again(e2e
     assert rc == "0", joined[:1000]
     lines = [line.rstrip() for line in joined.splitlines()]
     assert "cuzk-tui: left running:" in lines, joined[:1000]
-    (attach,) = [line for line in lines if line.startswith("cuzk-tui attach ")]
+    # The program as the pane's shell finds it: its name on PATH, else its path (a venv's bin is often not on PATH).
+    on_path = shutil.which("cuzk-tui")
+    program = "cuzk-tui" if on_path is not None and os.path.samefile(on_path, CUZK_TUI) else str(CUZK_TUI)
+    (attach,) = [line for line in lines if line.startswith(f"{shlex.quote(program)} attach ")]
     assert len(attach) > WIDTH, "long enough that only an unwrapped line pastes whole"
     assert json.loads((e2e.session / "meta.json").read_text())["left_running"]["attach"] == attach
 
-    # Paste it: the same session, with the benchmark's progress and results on the Bench screen.
-    tmux.run("respawn-pane", "-k", "-t", tmux.server, str(CUZK_TUI), *shlex.split(attach)[1:])
+    # Paste it, whole: the same session, with the benchmark's progress and results on the Bench screen.
+    tmux.run("respawn-pane", "-k", "-t", tmux.server, *shlex.split(attach))
     tmux.wait_for(lambda s: "attached to" in s, "the attached TUI", 60)
     tmux.keys("4")
     # At once the benchmark it left, never "No benchmark yet"; then its results as it ends.

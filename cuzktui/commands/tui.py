@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -57,6 +58,25 @@ def metrics_address(text: str | None) -> tuple[str, int] | None:
     return host, port
 
 
+def invoked_as(argv0: str, executable: str, search_path: str | None = None) -> tuple[str, ...]:
+    """This program as another shell runs it again, for the commands it prints (the attach line).
+
+    ``argv0`` as it was run: its bare name when ``search_path`` (PATH by default) finds this same file under
+    it, else its absolute path (the README's install leaves it at ``.venv/bin/cuzk-tui``, where PATH does
+    not look). A module run (``python -m cuzktui.cli``, argv0 the module's file) is that again with this
+    interpreter. Symbolic links are kept: a venv's ``bin/python`` is a link, and the venv is in its path.
+    """
+    if argv0.endswith(".py"):
+        return (*invoked_as(executable, executable, search_path), "-m", "cuzktui.cli")
+    if not argv0 or not os.path.exists(argv0):
+        return ("cuzk-tui",)
+    name = os.path.basename(argv0)
+    found = shutil.which(name, path=search_path)
+    if found is not None and os.path.samefile(found, argv0):
+        return (name,)
+    return (os.path.abspath(argv0),)
+
+
 def _run(controller: Controller, args: argparse.Namespace) -> int:
     from ..ui.app import CuzkApp
 
@@ -104,6 +124,7 @@ def run_tui(args: argparse.Namespace) -> int:
         profile_gib=args.profile,
         run_bench=run_bench,
         metrics_address=metrics,
+        command=invoked_as(sys.argv[0], sys.executable),
     )
     return _run(LiveController(options), args)
 
@@ -120,6 +141,7 @@ def attach_options(args: argparse.Namespace) -> LiveOptions:
         session_dir=session,
         attach=AttachTarget(args.address, args.status_url, args.log, args.journal, args.pid),
         metrics_address=metrics_address(args.metrics),
+        command=invoked_as(sys.argv[0], sys.executable),
     )
 
 
