@@ -405,9 +405,11 @@ def checked_requests(
     bad usage (BenchUsageError: exit status 2), never a run that fails: the input a real daemon needs, a
     file that is the kind's input, the values beside it (SnapDeals commitments, the PoSt randomness).
     ``cuzk-tui bench`` builds its requests here, and ``cuzk-tui tune`` checks its trials' inputs here.
-    ``flag`` is the name the input was given under (``--c1``, ``--vanilla``), so an error says it as typed."""
+    The TUI checks here too before it hands its daemon to a runner (live.LiveController), so a mistyped
+    path changes nothing. ``flag`` is the name the input was given under (``--c1``, ``--vanilla``; the
+    TUI's ``input file``), so an error says it as typed."""
     if real_daemon and input_path is None:
-        raise BenchUsageError(f"--input is required with the real daemon ({input_name(kind)} for {kind})")
+        raise BenchUsageError(f"{flag} is required with the real daemon ({input_name(kind)} for {kind})")
     problem = input_file_problem(input_path, kind) if input_path is not None else None
     if problem is not None:
         raise BenchUsageError(f"{flag} {problem}")

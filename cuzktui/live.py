@@ -791,7 +791,8 @@ class LiveController(LocalQueries):
             self._force_restart.set()
 
     async def start_bench(self, request: BenchRequest) -> None:
-        if self.options.program is None:
+        program = self.options.program
+        if program is None:
             raise ControllerError("benchmarks run on a daemon this tool launches (not on an attached one)")
         if self.bench_running():
             raise ControllerError("a benchmark is already running")
@@ -800,11 +801,11 @@ class LiveController(LocalQueries):
         s, session = self.supervisor, self.session
         if s is None or session is None:
             raise ControllerError("no daemon was launched (see the start error)")
+        await self._check_inputs(request.kind, request.input_path, request.params, program)
         if s.running:
             await s.stop(handover=HANDED_TO_BENCHMARK)  # the runner takes the daemon over (module docstring)
         config_path = session.path / "bench-config.toml"
         await asyncio.to_thread(save_atomic, self._config_text or "", config_path, mode=0o600)
-        program = self.options.program
         args = [
             "--config", str(config_path), "--kind", request.kind, "--count", str(request.count),
             "--concurrency", str(request.concurrency), "--oom-retries", str(request.oom_retries),
@@ -817,6 +818,22 @@ class LiveController(LocalQueries):
             args += ["--memory-limit", str(s.memory_limit)]
         self._bench_proc = spawn_bench_process(session.path, args)
         self._notice("info", f"benchmark started (runner pid {self._bench_proc.pid}); it owns the daemon until done")
+
+    @staticmethod
+    async def _check_inputs(kind: str, input_path: str | None, params: RequestParams, program: DaemonProgram) -> None:
+        """Refuse an input the runner would refuse, with the check ``bench`` and ``tune`` make
+        (bench.checked_requests), before the daemon is stopped for it: the runner's refusal came after the
+        hand-over, and cost a restart."""
+        typed = Path(input_path) if input_path else None
+        if typed is None and program.mode == "engine":
+            return  # the engine's inputs are generated: nothing to read
+        try:
+            await asyncio.to_thread(
+                checked_requests, kind, 1, real_daemon=program.mode == "real", input_path=typed, params=params,
+                bench_id="check", flag="input file",
+            )  # fmt: skip
+        except BenchUsageError as error:
+            raise ControllerError(f"{error} (the daemon was left as it was)") from None
 
     def _reap_bench(self) -> None:
         """When the runner has ended, give the TUI its daemon back with the latest config version."""
@@ -854,15 +871,9 @@ class LiveController(LocalQueries):
         engine = program.mode == "engine"
         if request.count < 1 or request.concurrency < 1 or request.trials < 1:
             raise ControllerError("count, concurrency and trials must be at least 1")
-        input_path = Path(request.input_path).resolve() if request.input_path else None
-        try:
-            # What every trial's benchmark would refuse, said before the daemon is handed over (as tune does).
-            await asyncio.to_thread(
-                checked_requests, request.kind, 1, real_daemon=not engine, input_path=input_path,
-                params=RequestParams(), bench_id="tune-check",
-            )  # fmt: skip
-        except BenchUsageError as error:
-            raise ControllerError(str(error)) from None
+        # What every trial's benchmark would refuse, said before the daemon is handed over (as tune does).
+        await self._check_inputs(request.kind, request.input_path, RequestParams(), program)
+        input_path = Path(request.input_path).resolve() if request.input_path else None  # trials run elsewhere
         try:
             budget_s = parse_duration(request.time_budget, hours=True)
         except UnitError as error:

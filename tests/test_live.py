@@ -11,7 +11,7 @@ import pytest
 
 from cuzktui import live as live_module
 from cuzktui.config import ConfigDocument
-from cuzktui.controller import BenchRequest, ControllerError
+from cuzktui.controller import BenchRequest, ControllerError, TuneRequest
 from cuzktui.daemon_address import DAEMON_DEFAULT_LISTEN
 from cuzktui.knobs import Severity
 from cuzktui.live import (
@@ -25,6 +25,7 @@ from cuzktui.live import (
 from cuzktui.supervisor import DaemonProgram, choose_program
 from cuzktui.units import GiB
 from tests.conftest import engine_config_text, memory_cgroup_or_skip, require_engine, standin_daemon_on_path
+from tests.test_attach import launched_engine
 
 
 def test_default_engine_config_is_valid_loopback_only_and_emulates_a_box(tmp_path: Path) -> None:
@@ -65,6 +66,33 @@ async def test_an_attached_daemon_cannot_be_reconfigured_or_benchmarked() -> Non
         await controller.apply_config({"pipeline.max_parallel_synthesis": 4})
     with pytest.raises(ControllerError, match="launches"):
         await controller.start_bench(BenchRequest("porep", 1, 1))
+
+
+async def test_a_benchmark_whose_input_cannot_be_read_leaves_the_daemon_alone(tmp_path: Path) -> None:
+    """A mistyped input path on the Bench screen, ctrl+s twice: the daemon went from run 1 to run 3, handed to
+    a runner that refused the path each time. The input is checked first, as the runner checks it; the daemon
+    runs on, and nothing is written for a benchmark that never starts."""
+    controller = await launched_engine(tmp_path)
+    try:
+        supervisor = controller.supervisor
+        assert supervisor is not None and supervisor.running
+        pid = supervisor.pid
+        missing = str(tmp_path / "nope.json")
+        for _ in range(2):
+            with pytest.raises(ControllerError, match=r"input file .*nope\.json: no such file \(the daemon was left"):
+                await controller.start_bench(BenchRequest("porep", 3, 1, missing))
+        not_c1 = tmp_path / "c1.json"
+        not_c1.write_text("[1, 2]")
+        with pytest.raises(ControllerError, match=r"c1\.json: .*\(the daemon was left as it was\)"):
+            await controller.start_bench(BenchRequest("porep", 3, 1, str(not_c1)))
+        with pytest.raises(ControllerError, match=r"nope\.json: no such file"):  # a knob search hands it over too
+            await controller.start_tune(TuneRequest("porep", 2, 1, 2, "10m", None, missing))
+        await controller.poll()
+        assert supervisor.running and supervisor.pid == pid
+        assert controller.model.daemon.runs == 1 and not controller.bench_running()
+        assert not (tmp_path / "session" / "bench-config.toml").exists()
+    finally:
+        await controller.shutdown(stop_daemon=True)
 
 
 async def test_a_profile_runs_the_engine_as_that_box_inside_a_real_memory_cgroup(tmp_path: Path) -> None:

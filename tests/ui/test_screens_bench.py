@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.widgets import DataTable, Input, ProgressBar, Select, Static
 
 from cuzktui import events as ev
-from cuzktui.controller import BenchRequest
+from cuzktui.controller import BenchRequest, ControllerError
 from cuzktui.model import SessionModel
 from cuzktui.ui.screens.bench import BenchScreen, proof_row, summary
 from cuzktui.ui.theme import Palette
@@ -47,6 +47,37 @@ async def test_invalid_inputs_start_nothing() -> None:
         await app.workers.wait_for_complete()
         assert fake.benches == []
         assert any("count must be" in str(n.message) for n in app._notifications)
+
+
+class RefusingController(FakeController):
+    """Refuses a benchmark as the live controller refuses one whose input cannot be read."""
+
+    async def start_bench(self, request: BenchRequest) -> None:
+        if request.input_path is not None:
+            raise ControllerError(f"input file {request.input_path}: no such file (the daemon was left as it was)")
+        await super().start_bench(request)
+
+
+async def test_a_refused_start_is_said_on_the_screen_until_a_start_goes_through() -> None:
+    """A refused start left "No benchmark yet" and a toast; the reason stays on the Bench screen."""
+    fake = RefusingController()
+    app = make_app(fake)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = current_screen(app, BenchScreen)
+        screen.query_one("#bench-input", Input).value = "/srv/c1/porep-c1.jsn"
+        await pilot.press("ctrl+s")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        error = screen.query_one("#bench-error", Static)
+        assert error.display and error.region.height >= 1
+        said = str(error.render())
+        assert "benchmark did not start: input file /srv/c1/porep-c1.jsn: no such file" in said
+        assert "the daemon was left as it was" in said and fake.benches == []
+        screen.query_one("#bench-input", Input).value = ""
+        await pilot.press("ctrl+s")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert not error.display and len(fake.benches) == 1
 
 
 async def test_results_table_grows_incrementally_with_the_restart_where_it_happened() -> None:

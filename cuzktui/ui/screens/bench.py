@@ -162,6 +162,8 @@ class BenchScreen(Screen[None]):
         #bench-request > .hex { width: 1fr; }
         #bench-progress { height: 1; margin: 1 1 0 1; }
         #bench-summary { height: auto; padding: 0 1; margin-bottom: 1; }
+        #bench-error { height: auto; padding: 0 1; color: $text-error; text-style: bold; display: none; }
+        #bench-error.-shown { display: block; }
         #bench-results { height: 1fr; }
     }
     /* Narrow (header.NARROW_WIDTH: 80x24), the fields lose their borders (follow_width makes them
@@ -213,6 +215,8 @@ class BenchScreen(Screen[None]):
                     yield Input(placeholder="32-byte hex", id=f"bench-{field}", disabled=disabled)
         # A known total from the start: an indeterminate bar animates, repainting every frame over SSH.
         yield ProgressBar(total=1, show_eta=False, id="bench-progress")
+        # Why the last start was refused, until the next start: a toast alone is gone in seconds.
+        yield Static(id="bench-error")
         yield Static("No benchmark yet: set the inputs and press ctrl+s.", id="bench-summary")
         table: DataTable[str | Text] = DataTable(id="bench-results", cursor_type="row", zebra_stripes=True)
         table.add_columns(*COLUMNS[:-1])
@@ -286,10 +290,15 @@ class BenchScreen(Screen[None]):
             self.run_worker(self._start(request), group="bench-control")
 
     async def _start(self, request: BenchRequest) -> None:
+        error = self.query_one("#bench-error", Static)
         try:
             await self.controller.start_bench(request)
         except Exception as exc:
+            error.update(Text(f"benchmark did not start: {exc}"))
+            error.add_class("-shown")
             self.notify(f"benchmark did not start: {exc}", title="Bench", severity="error", timeout=15)
+        else:
+            error.remove_class("-shown")
 
     def action_cancel(self) -> None:
         if not self.controller.bench_running():
