@@ -15,7 +15,7 @@ from __future__ import annotations
 import inspect
 import subprocess
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import Any, ClassVar
 
@@ -24,6 +24,7 @@ from textual import work
 from textual.app import App, SuspendNotSupported, SystemCommand
 from textual.binding import ActiveBinding, Binding, BindingType
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.filter import DimFilter, LineFilter
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Input
@@ -50,6 +51,7 @@ from .theme import (
     drawn_variables,
     variable_defaults,
 )
+from .widgets.header import SCREEN_KEYS
 
 # (mode name, key, footer label, screen class): the order is the order of the number keys.
 SCREENS: tuple[tuple[str, str, str, Callable[[Controller], Screen[Any]]], ...] = (
@@ -62,6 +64,11 @@ SCREENS: tuple[tuple[str, str, str, Callable[[Controller], Screen[Any]]], ...] =
     ("sessions", "7", "Sessions", SessionsScreen),
     ("tune", "8", "Tune", TuneScreen),
 )
+
+# Text styled "dim" is drawn in the foreground blended this far toward the background (a colour the theme
+# decides, 4.5:1 or more in the themes we ship: tests/ui/test_contrast.py) instead of with the terminal's
+# faint attribute, whose contrast every terminal decides for itself (often below 3:1).
+DIM_FACTOR = 0.7
 
 # Textual's timer divides by its interval: "at once" is this short a delay.
 CATCH_UP_DELAY_S = 0.001
@@ -116,15 +123,16 @@ class CuzkApp(App[None]):
     TITLE = "cuzk-tui"
     COMMANDS = App.COMMANDS | {ActionsProvider}
     BINDINGS: ClassVar[list[BindingType]] = [
-        *(Binding(key, f"show('{mode}')", label) for mode, key, label, _ in SCREENS),
-        Binding("q", "request_quit", "Quit"),
-        Binding("question_mark", "help", "Help", key_display="?"),
+        *(Binding(key, f"show('{mode}')", label, group=SCREEN_KEYS) for mode, key, label, _ in SCREENS),
+        Binding("q", "request_quit", "Quit", id="quit"),
+        Binding("question_mark", "help", "Help", key_display="?", id="help"),
         Binding("ctrl+q", "request_quit", "Quit", show=False, priority=True),
         Binding("space", "toggle_play", "Play/pause"),
         Binding("greater_than_sign,plus", "speed(1)", "Faster", key_display=">"),
         Binding("less_than_sign,minus", "speed(-1)", "Slower", key_display="<"),
-        # Number keys type into a focused field; Escape leaves the field so they switch screens again.
-        Binding("escape", "leave_field", "Leave field", show=False),
+        # Number keys (and q, ?) type into a focused field; Escape leaves the field so they switch screens
+        # again. Shown (in place of q and ?) only while a field has the focus.
+        Binding("escape", "leave_field", "Leave field", id="leave-field"),
     ]
 
     def __init__(
@@ -146,6 +154,7 @@ class CuzkApp(App[None]):
         self._poll_timer: Timer | None = None
         self._drawn: dict[Screen[Any], tuple[int, int]] = {}
         self._unapplied_knobs: list[str] = []
+        self._dim_filter = DimFilter(DIM_FACTOR)
         for mode, _key, _label, screen_class in SCREENS:
             self.add_mode(mode, partial(screen_class, controller))
 
@@ -166,6 +175,12 @@ class CuzkApp(App[None]):
         variables = super().get_css_variables()
         self.theme_variables = drawn_variables(variables, self.current_theme.dark, self.console.color_system)
         return self.theme_variables
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        filters = super().get_line_filters()
+        # An ANSI theme's colours, and a 16-colour terminal's (on_mount), are the terminal's own: nothing to
+        # blend (the terminal dims them; a blend would be an RGB colour the 16 fold back, yellow into red).
+        return filters if self.native_ansi_color else [*filters, self._dim_filter]
 
     async def on_mount(self) -> None:
         try:
@@ -251,6 +266,8 @@ class CuzkApp(App[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("toggle_play", "speed"):
             return self.controller.clock is not None
+        if action == "leave_field":
+            return isinstance(self.focused, Input)
         return True
 
     async def action_show(self, mode: str) -> None:

@@ -28,7 +28,7 @@ class FleetApp(App[None]):
         Binding("s", "next_sort", "Sort"),
         Binding("r", "reverse_sort", "Reverse"),
         Binding("enter", "open_box", "Open dashboard", priority=True),
-        Binding("q", "quit", "Quit"),
+        Binding("q", "quit", "Quit", id="quit"),
     ]
 
     def __init__(self, monitor: FleetMonitor, *, poll_interval: float = 2.0, source_label: str = "") -> None:

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import DataTable
 
 from tests.ui.fakes import Timed, scenario
 
@@ -32,3 +33,16 @@ async def settle(pilot: Pilot[None]) -> None:
 
 
 SettleFn = Callable[[Pilot[None]], Awaitable[None]]
+
+
+async def last_column_shown(pilot: Pilot[None], table: DataTable[object]) -> str:
+    """The text of ``table``'s last column as the screen shows it once the table is scrolled to its right
+    end: the column's lines joined, runs of spaces as one. Fails when the column is not wholly in view."""
+    table.scroll_to(x=table.max_scroll_x, animate=False, immediate=True)
+    await pilot.pause()
+    lines = [strip.text for strip in pilot.app.screen._compositor.render_strips()][table.region.y : table.region.bottom]
+    label = str(table.ordered_columns[-1].label)
+    start = lines[0].rindex(f" {label}") + 1
+    width = table.ordered_columns[-1].get_render_width(table) - 2 * table.cell_padding
+    assert start + width <= table.scrollable_content_region.right, "the last column is in view"
+    return " ".join(" ".join(line[start : start + width] for line in lines[1:]).split())

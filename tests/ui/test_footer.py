@@ -1,16 +1,21 @@
-"""KeysFooter: the keys line is rebuilt when the keys it shows change, and only then."""
+"""KeysFooter: the keys line is rebuilt when the keys it shows change, and only then; quitting and help (or how
+to leave a field) are in view on every screen at every width."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+import pytest
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
+from textual.widgets import Input
 from textual.widgets._footer import FooterKey
 
+from cuzktui.planner import MemcheckReport
+from cuzktui.ui.app import SCREENS, CuzkApp
 from cuzktui.ui.widgets.header import KeysFooter
-from tests.ui.fakes import FakeController, Timed, build_model
+from tests.ui.fakes import FakeController, Timed, build_model, memcheck_report
 from tests.ui.test_app import make_app
 
 
@@ -60,7 +65,53 @@ async def test_switching_back_to_a_screen_keeps_its_footer(events: list[Timed]) 
         await pilot.pause()
         knobs = app.screen
         keys = list(knobs.query(FooterKey))
-        assert "Dashboard" in [key.description for key in keys]
+        assert "show('dashboard')" in [key.action for key in keys]
         await pilot.press("1", "3")
         await pilot.pause()
         assert app.screen is knobs and list(knobs.query(FooterKey)) == keys
+
+
+class _Box(FakeController):
+    """The fixed box of the screens' tests: Memcheck does not read this machine."""
+
+    def memcheck_report(self) -> MemcheckReport:
+        return memcheck_report()
+
+
+def _keys_line(app: App[None]) -> str:
+    return app.screen._compositor.render_strips()[-1].text
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_quit_and_help_are_in_view_on_every_screen(events: list[Timed], size: tuple[int, int]) -> None:
+    """At 80 columns the keys line stopped at "5 Memcheck" (at 120 it ended "? He▏"): quitting and help were
+    out of view. They keep the right end, whatever the screen's own keys need."""
+    app = CuzkApp(_Box(build_model(events)), poll_interval=1000)
+    async with app.run_test(size=size) as pilot:
+        await app.workers.wait_for_complete()
+        for _mode, key, label, _screen in SCREENS:
+            await pilot.press(key)
+            await pilot.pause()
+            line = _keys_line(app)
+            assert line.rstrip().endswith(("q Quit ? Help ▏^p palette", "q Quit ? Help")), (label, line)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "HelpScreen"
+
+
+async def test_a_field_with_the_focus_says_that_escape_leaves_it(events: list[Timed]) -> None:
+    """Number keys, q and ? type into a field: while one has the focus the keys line says how to leave it,
+    where quitting and help were, and Escape does leave it."""
+    app = CuzkApp(_Box(build_model(events)), poll_interval=1000)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.press("4")
+        await pilot.pause()
+        app.screen.query_one("#bench-count", Input).focus()
+        await pilot.pause()
+        line = _keys_line(app)
+        assert "esc Leave field" in line and "q Quit" not in line, line
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.focused is None
+        assert "q Quit ? Help" in _keys_line(app) and "Leave field" not in _keys_line(app)

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
 from textual.widgets import DataTable, Input, ProgressBar, Select, Static
 
 from cuzktui import events as ev
 from cuzktui.controller import BenchRequest, ControllerError
 from cuzktui.model import SessionModel
-from cuzktui.ui.screens.bench import BenchScreen, proof_row, summary
+from cuzktui.ui.screens.bench import BenchScreen, proof_row, restart_row, summary
 from cuzktui.ui.theme import Palette
 from cuzktui.ui.widgets.panels import pipeline_content
+from tests.ui.conftest import last_column_shown
 from tests.ui.fakes import T0, FakeController, ScreenApp, bench_events, current_screen
 
 
@@ -111,6 +115,43 @@ async def test_results_table_grows_incrementally_with_the_restart_where_it_happe
         text = str(screen.query_one("#bench-summary", Static).render())
         assert "completed 2 · failed 1 (1 lost: no answer) · total time 230.0s" in text
         assert "31.3 proofs/hour" in text
+
+
+def oom_bench_events() -> list[ev.Event]:
+    """bench_events with the engine's job ids and a restart that says why the budget was lowered."""
+    events: list[ev.Event] = []
+    for event in bench_events():
+        if isinstance(event, ev.ProofSubmitted | ev.ProofFinished):
+            event = dataclasses.replace(event, job_id=event.job_id.replace("porep-", "porep-1000-4711"))
+        elif isinstance(event, ev.BenchRestart):
+            event = dataclasses.replace(
+                event,
+                explanation="reservations that fit total_budget (200 GiB) did not fit the cgroup limit (256 GiB) "
+                "beside the memory outside the budget was 158 GiB (RSS − reservations in use)",
+            )
+        events.append(event)
+    return events
+
+
+@pytest.mark.parametrize("width", [80, 120])
+async def test_a_restarts_note_keeps_every_character_wherever_it_wraps(width: int) -> None:
+    """After an OOM kill the note wrapped at a fixed 44 columns and the terminal's edge cut a character or more
+    off each wrapped line (`… outside the budget was 15` / `GiB` where the evidence says 158 GiB): it wraps in
+    the room the other columns leave, and at 80 columns, with no room, it is whole to the right."""
+    fake = FakeController()
+    events = oom_bench_events()
+    fake.model.apply_all(events)
+    (restart,) = [e for e in events if isinstance(e, ev.BenchRestart)]
+    note = str(restart_row(restart, Palette.from_variables({}))[-1])
+    app = make_app(fake)
+    async with app.run_test(size=(width, 40)) as pilot:
+        await pilot.pause()
+        table = current_screen(app, BenchScreen).query_one("#bench-results", DataTable)
+        if width >= 120:
+            assert table.max_scroll_x == 0, "nothing hidden to the right"
+        # At 80 columns the other columns take the width: the note is whole to the right.
+        assert " ".join(note.split()) in await last_column_shown(pilot, table)
+        assert "158 GiB" in note
 
 
 def test_snapshot_bench(snap_compare: object) -> None:

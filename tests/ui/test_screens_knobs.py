@@ -7,6 +7,7 @@ from textual.widgets import Input, Static, Switch
 from cuzktui import events as ev
 from cuzktui.figures import apply_stage
 from cuzktui.knobs import KNOBS
+from cuzktui.ui.app import CuzkApp
 from cuzktui.ui.modals import ConfirmModal
 from cuzktui.ui.screens.knobs import KnobField, KnobsScreen
 from tests.ui.fakes import T0, FakeController, ScreenApp, current_screen
@@ -98,6 +99,47 @@ async def test_apply_confirms_then_sends_only_changed_keys() -> None:
         assert stages == ["saving the config and draining proofs in flight"]
         # The applied values are the running ones now.
         assert screen.changes() == {}
+
+
+async def test_after_an_apply_the_keys_switch_screens_instead_of_typing_into_the_field() -> None:
+    """ctrl+s, y: the edited field kept the focus, and the next screen keys were typed into it
+    ('200GiB15' is not a size). The apply leaves the field; a declined one goes back to it."""
+    fake = FakeController(config=RUNNING)
+    app = CuzkApp(fake, poll_interval=1000)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.press("3")
+        await pilot.pause()
+        editor = current_screen(app, KnobsScreen).field("memory.total_budget").query_one(Input)
+        editor.focus()
+        editor.value = "180GiB"
+        await pilot.pause()
+        await pilot.press("ctrl+s", "n")
+        await pilot.pause()
+        assert app.focused is editor, "declined: still editing"
+        await pilot.press("ctrl+s", "y")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert fake.applied == [{"memory.total_budget": "180GiB"}]
+        assert not isinstance(app.focused, Input)
+        await pilot.press("1")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "DashboardScreen" and editor.value == "180GiB"
+
+
+async def test_at_80_columns_the_status_line_says_all_of_what_applying_does() -> None:
+    """The line above the form was one row high and cut what an apply does at 80 columns."""
+    fake = FakeController(config=RUNNING)
+    app = make_app(fake)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = current_screen(app, KnobsScreen)
+        screen.field("memory.total_budget").query_one(Input).value = "180GiB"
+        await pilot.pause()
+        status = screen.query_one("#knobs-status", Static)
+        lines = [strip.text for strip in app.screen._compositor.render_strips()][status.region.y : status.region.bottom]
+        assert "1 change · apply = save, drain, restart (SRS reloads on the next proof)" in " ".join(
+            " ".join(lines).split()
+        )
 
 
 async def test_declined_apply_changes_nothing_and_errors_are_notified() -> None:

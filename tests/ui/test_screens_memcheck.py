@@ -19,6 +19,7 @@ from cuzktui.ui.modals import ConfirmModal
 from cuzktui.ui.screens.knobs import KnobsScreen
 from cuzktui.ui.screens.memcheck import MemcheckScreen
 from cuzktui.units import GiB
+from tests.ui.conftest import last_column_shown
 from tests.ui.fakes import FakeController, ScreenApp, memcheck_report
 
 
@@ -69,6 +70,23 @@ async def test_apply_recommended_fills_the_knobs_form_without_applying() -> None
         assert knobs.field("memory.total_budget").query_one(Input).value == budget
         assert "memory.total_budget" in knobs.changes()
         assert fake.applied == []
+
+
+async def test_at_80_columns_every_reason_is_whole_to_the_right() -> None:
+    """At 80 columns the "why" column started at the screen's edge and was cut there (the rest only by
+    scrolling sideways): it wraps in what the other columns leave, every word on the page."""
+    fake = FakeController(config={"pipeline.max_parallel_synthesis": 12})
+    report = memcheck_report()
+    app = ScreenApp(lambda: MemcheckScreen(fake, report), "memcheck")
+    async with app.run_test(size=(80, 90)) as pilot:  # tall: every row on one screen for the reading
+        await pilot.pause()
+        table = app.screen.query_one(DataTable)
+        table.scroll_visible(animate=False, immediate=True)
+        await pilot.pause()
+        assert table.max_scroll_x == 0, "nothing hidden to the right"
+        shown = await last_column_shown(pilot, table)
+        for recommendation in report.recommendations:
+            assert " ".join(recommendation.reasoning.split()) in shown
 
 
 def test_snapshot_memcheck(snap_compare: object) -> None:

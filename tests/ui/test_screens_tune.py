@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Input, Select, Static
+from textual.widgets import DataTable, Input, Label, Select, Static
 
 from cuzktui import events as ev
 from cuzktui.config import ConfigDocument
@@ -188,6 +188,27 @@ async def test_no_config_beyond_the_noise_is_said_and_nothing_is_applied() -> No
         await pilot.pause()
         assert not isinstance(app.screen, ConfirmModal) and fake.applied == []
         assert any(f"no best config to apply: {verdict}" in str(n.message) for n in app._notifications)
+
+
+async def test_at_80x24_every_field_is_on_screen_with_its_label() -> None:
+    """At 80 columns "$ per hour" and the input file were past the screen's edge: the fields lose their
+    borders and the input file takes a row of its own; the table and the scatter keep rows to show."""
+    fake = FakeController()
+    fake.tune = search_snapshot()
+    app = make_app(fake)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        screen = screen_of(app)
+        for column in screen.query("#tune-form > Vertical"):
+            label = str(column.query_one(Label).render())
+            field = column.query_one("Input, Select")
+            assert field.region.right <= 80 and field.region.width >= 10, label
+            assert column.query_one(Label).region.width >= len(label), label
+        assert screen.query_one("#tune-table").region.height >= 3
+        assert screen.query_one("#tune-scatter").region.bottom <= 23
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        assert not screen.has_class("-narrow") and not any(field.compact for field in screen.query(Input))
 
 
 def test_snapshot_tune(snap_compare: object) -> None:

@@ -15,7 +15,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Input, Label, ProgressBar, Select, Static
+from textual.widgets import Input, Label, ProgressBar, Select, Static
 
 from ... import events as ev
 from ...controller import BenchRequest, Controller
@@ -25,12 +25,14 @@ from ...model import BenchState
 from ...proofinputs import DEFAULT_MINER, InputError, RequestParams, parse_hex32
 from ..theme import Palette
 from ..widgets.header import KeysFooter, follow_width, screen_header
+from ..widgets.tables import WrappingTable
 
 # Σ: the daemon sums synthesis_ms and gpu_compute_ms over a proof's partitions (engine.rs,
 # process_partition_result), so they can exceed the proof's wall time.
 SUMMED = "(Σ: summed over partitions)"
 COLUMNS = ("#", "job id", "status", "queue s", "synth s Σ", "GPU s Σ", "total s", "wall s", "note")
-NOTE_WIDTH = 44
+# The note (a restart's evidence and explanation, a failure's text) wraps in the room left; never narrower.
+NOTE_MIN_WIDTH = 30
 # The waterfall's colours (ui/theme.py): a completed proof in its GPU green, a failed one in its failure red.
 # An alarm is bold so that it stays one where NO_COLOR takes the colour away (Textual's monochrome filter
 # turns a plain red into a dark grey that a dark terminal hides).
@@ -218,18 +220,11 @@ class BenchScreen(Screen[None]):
         # Why the last start was refused, until the next start: a toast alone is gone in seconds.
         yield Static(id="bench-error")
         yield Static("No benchmark yet: set the inputs and press ctrl+s.", id="bench-summary")
-        table: DataTable[str | Text] = DataTable(id="bench-results", cursor_type="row", zebra_stripes=True)
-        table.add_columns(*COLUMNS[:-1])
-        # A fixed width lets a restart's long explanation wrap onto more lines of its row.
-        table.add_column(COLUMNS[-1], width=NOTE_WIDTH)
-        yield table
+        yield WrappingTable(*COLUMNS, min_width=NOTE_MIN_WIDTH, id="bench-results", zebra_stripes=True)
         yield KeysFooter()
 
     def on_resize(self, event: events.Resize) -> None:
-        narrow = follow_width(self, event.size.width)
-        for field in self.query("#bench-form Input, #bench-form Select, #bench-request Input"):
-            if isinstance(field, Input | Select):
-                field.compact = narrow
+        follow_width(self, event.size.width, compact="#bench-form Input, #bench-form Select, #bench-request Input")
 
     def on_mount(self) -> None:
         self.refresh_from_model()
@@ -322,7 +317,7 @@ class BenchScreen(Screen[None]):
         bench = model.bench
         if bench is None:
             return
-        table: DataTable[str | Text] = self.query_one("#bench-results", DataTable)
+        table = self.query_one("#bench-results", WrappingTable)
         if bench.bench_id != self._bench_id:
             table.clear()
             self._bench_id = bench.bench_id
@@ -333,7 +328,7 @@ class BenchScreen(Screen[None]):
         progress.update(total=bench.count, progress=bench.completed + bench.failed)
         self.query_one("#bench-summary", Static).update(summary(bench, model.last_t, palette))
 
-    def _append_rows(self, table: DataTable[str | Text], bench: BenchState, palette: Palette) -> None:
+    def _append_rows(self, table: WrappingTable, bench: BenchState, palette: Palette) -> None:
         """Only the rows that arrived since the last refresh, proofs and restarts in time order."""
         results = list(bench.results)[self._shown_results :]
         restarts = bench.restarts[self._shown_restarts :]
@@ -346,6 +341,6 @@ class BenchScreen(Screen[None]):
                 table.add_row(*proof_row(self._shown_results, item, bench, palette))
             else:
                 self._shown_restarts += 1
-                table.add_row(*restart_row(item, palette), height=None)
+                table.add_row(*restart_row(item, palette))
         if items:
             table.move_cursor(row=table.row_count - 1)

@@ -19,6 +19,7 @@ from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
 from textual.markup import escape
 from textual.screen import Screen
 from textual.suggester import SuggestFromList
@@ -33,11 +34,12 @@ from ..modals import ConfirmModal
 from ..theme import Palette
 from ..widgets.header import KeysFooter, follow_width, screen_header
 
-# Rich styles, not CSS classes: the badge is part of a Text that wraps with the summary.
+# Styles of the theme's text colours, not CSS classes: the badge is part of the line that wraps with the
+# summary. (Rich's "yellow" was the terminal's yellow: 1.01:1 on the light theme's fields.)
 _BADGES = {
-    Status.DEPRECATED: ("DEPRECATED — ignored by the daemon", "bold yellow"),
-    Status.INERT: ("NO EFFECT — ignored by the daemon", "bold yellow"),
-    Status.ENGINE_ONLY: ("ENGINE ONLY — the real daemon ignores it", "bold cyan"),
+    Status.DEPRECATED: ("DEPRECATED — ignored by the daemon", "bold $text-warning"),
+    Status.INERT: ("NO EFFECT — ignored by the daemon", "bold $text-warning"),
+    Status.ENGINE_ONLY: ("ENGINE ONLY — the real daemon ignores it", "bold $text-primary"),
 }
 
 
@@ -107,22 +109,22 @@ class KnobField(Vertical):
                     compact=True,
                     classes="knob--editor",
                 )
-        yield Static(self._badge() + Text(k.summary), classes="knob--summary")
+        yield Static(self._badge() + k.summary, classes="knob--summary")
         yield Static(self._badge() + self._help_text(), classes="knob--help")
         yield Static(classes="knob--problem")
 
-    def _badge(self) -> Text:
+    def _badge(self) -> Content:
         badge = _BADGES.get(self.knob.status)
-        return Text(f"{badge[0]} · ", style=badge[1]) if badge is not None else Text()
+        return Content.styled(f"{badge[0]} · ", badge[1]) if badge is not None else Content()
 
-    def _help_text(self) -> Text:
+    def _help_text(self) -> str:
         k = self.knob
-        text = Text(k.help)
+        text = k.help
         limits = k.describe_range()
         if limits:
-            text.append(f" Allowed: {limits}.")
+            text += f" Allowed: {limits}."
         if k.default is not None:
-            text.append(f" Default: {show_value(k.default)}.")
+            text += f" Default: {show_value(k.default)}."
         return text
 
     def on_mount(self) -> None:
@@ -209,7 +211,8 @@ class KnobsScreen(Screen[None]):
 
     DEFAULT_CSS = """
     KnobsScreen {
-        #knobs-status { height: 1; padding: 0 1; background: $panel; }
+        /* Wrapped, not cut: what applying does is at its end, and a session's config path is long. */
+        #knobs-status { height: auto; padding: 0 1; background: $panel; }
         #knobs-body { height: 1fr; }
         #knobs-form { width: 2fr; }
         #knobs-side { width: 44; border-left: vkey $panel; padding: 0 1; }
@@ -428,6 +431,9 @@ class KnobsScreen(Screen[None]):
 
         def confirmed(yes: bool | None) -> None:
             if yes:
+                # Leave the field: the keys pressed next (1-8 to watch the restart) switch screens instead of
+                # typing into it. A "no" goes back to editing.
+                self.set_focus(None)
                 self.run_worker(self._apply(changes), group="knobs-apply", exclusive=True)
 
         self.app.push_screen(ConfirmModal("Save the config, drain and restart the daemon?", detail), confirmed)

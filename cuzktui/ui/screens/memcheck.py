@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, LoadingIndicator, ProgressBar, Static
+from textual.widgets import LoadingIndicator, ProgressBar, Static
 
 from ...controller import Controller
 from ...units import format_size
@@ -23,24 +24,27 @@ from ..messages import ApplyRecommended
 from ..modals import ConfirmModal
 from ..theme import Palette
 from ..widgets.header import KeysFooter, screen_header
+from ..widgets.tables import WrappingTable
 
 if TYPE_CHECKING:
     from ...planner import MemcheckReport
     from ...system import ProbeResult
 
-REASON_WIDTH = 60
+# The planner's reasoning wraps in the room the other columns leave, never narrower than this: narrow enough
+# for 80 columns, where the page scrolls down through tall rows rather than sideways.
+REASON_MIN_WIDTH = 16
 
 
 def recommended_values(report: MemcheckReport) -> dict[str, Any]:
     return {f"{r.section}.{r.key}": r.value for r in report.recommendations}
 
 
-def facts(report: MemcheckReport) -> Text:
+def facts(report: MemcheckReport, palette: Palette) -> Text:
     """The report's figures, one per line, the ones that decide an OOM kill first."""
-    styles = {
+    styles: dict[str, Style | str] = {
         "effective RAM": "bold",
-        'budget "auto"': "bold red" if report.auto_overshoots_cgroup else "",
-        "budget recommended": "bold green",
+        'budget "auto"': palette.fg("phase-failed", bold=True) if report.auto_overshoots_cgroup else "",
+        "budget recommended": palette.fg("phase-gpu", bold=True),
     }
     rows = [(label, value, styles.get(label, "")) for label, value in report.fact_rows()]
     text = Text()
@@ -95,10 +99,9 @@ class MemcheckScreen(Screen[None]):
                 yield Static(id="memprobe-status")
             yield Static(id="memcheck-warnings")
             yield Static("Recommended knobs (a: pre-fill the Knobs form)", classes="memcheck--title")
-            table: DataTable[str | Text] = DataTable(id="memcheck-recommendations", cursor_type="row")
-            table.add_columns("knob", "recommended", "running")
-            table.add_column("why", width=REASON_WIDTH)
-            yield table
+            yield WrappingTable(
+                "knob", "recommended", "running", "why", min_width=REASON_MIN_WIDTH, id="memcheck-recommendations"
+            )
         yield KeysFooter()
 
     def on_mount(self) -> None:
@@ -120,12 +123,12 @@ class MemcheckScreen(Screen[None]):
     def _show(self, report: MemcheckReport) -> None:
         self.report = report
         self.query_one("#memcheck-loading").display = False
-        self.query_one("#memcheck-facts", Static).update(facts(report))
+        self.query_one("#memcheck-facts", Static).update(facts(report, Palette.for_app(self.app)))
         warnings = self.query_one("#memcheck-warnings", Static)
         warnings.set_class(bool(report.warnings), "-shown")
         warnings.update(Text("\n".join(f"! {w}" for w in report.warnings)))
         running = self.controller.config_values()
-        table: DataTable[str | Text] = self.query_one("#memcheck-recommendations", DataTable)
+        table = self.query_one("#memcheck-recommendations", WrappingTable)
         table.clear()
         changed = Palette.for_app(self.app).fg("phase-queue")
         for r in report.recommendations:
@@ -137,7 +140,6 @@ class MemcheckScreen(Screen[None]):
                 Text(str(r.value), style="bold" if differs else ""),
                 Text(str(current), style=changed if differs else "dim"),
                 r.reasoning,
-                height=None,
             )
 
     def action_probe(self) -> None:

@@ -15,11 +15,12 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Input, Label, Select, Static
+from textual.widgets import Input, Label, Select, Static
 
 from ...controller import Controller, TuneRequest, TuneSnapshot, TuneTrialRow
 from ...daemon_facts import CLI_KINDS
@@ -27,7 +28,8 @@ from ...units import GiB, format_size
 from ..modals import ConfirmModal
 from ..theme import Palette
 from ..widgets.charts import Chart, ChartSpec, Line, nice_ceiling
-from ..widgets.header import KeysFooter, screen_header
+from ..widgets.header import KeysFooter, follow_width, screen_header
+from ..widgets.tables import WrappingTable
 from .bench import form_number, input_column
 from .knobs import apply_and_say, show_value
 
@@ -43,22 +45,26 @@ INTEGERS = ("count", "concurrency", "trials")
 COLUMNS = (
     "#", "status", "proofs/h", "±", "peak GiB", "limit", "peak/limit", "OOM", "$/proof", "knobs changed · note",
 )  # fmt: skip
-NOTE_WIDTH = 50
-_STATUS_STYLE = {"completed": "green", "oom": "bold red", "failed": "red", "running": "bold", "skipped": "dim"}
+# What a trial changed and its note wrap in the room the other columns leave; never narrower than this.
+NOTE_MIN_WIDTH = 30
+# A trial's status in the waterfall's colours (the theme's: the terminal's own red was 4.1:1 on the dark theme).
+_STATUS_COLOR = {"completed": ("phase-gpu", False), "oom": ("phase-failed", True), "failed": ("phase-failed", False)}
+_STATUS_STYLE = {"running": "bold", "skipped": "dim"}
 
 
 def _gib(n: int | None) -> str:
     return "-" if n is None else f"{n / GiB:.0f}"
 
 
-def trial_cells(row: TuneTrialRow, best: int | None) -> tuple[str | Text, ...]:
+def trial_cells(row: TuneTrialRow, best: int | None, palette: Palette) -> tuple[str | Text, ...]:
     """One trial's cells; a skipped trial's peak is the model's prediction (~), the best is starred."""
     peak = f"~{_gib(row.peak_rss_bytes)}" if row.predicted else _gib(row.peak_rss_bytes)
     # The tuned keys are unique without their sections: shorter rows, fewer wrapped lines.
     what = ", ".join(change.split(".", 1)[-1] for change in row.changes) or "(starting config)"
+    color = _STATUS_COLOR.get(row.status)
     return (
         f"{row.index}{'*' if row.index == best else ''}",
-        Text(row.status, style=_STATUS_STYLE.get(row.status, "")),
+        Text(row.status, style=palette.fg(*color) if color is not None else _STATUS_STYLE.get(row.status, "")),
         "-" if row.proofs_per_hour is None else f"{row.proofs_per_hour:.1f}",
         "-" if row.spread is None else f"{row.spread:.1%}",
         peak,
@@ -160,6 +166,16 @@ class TuneScreen(Screen[None]):
         #tune-table { height: 3fr; min-height: 3; }
         #tune-scatter { height: 2fr; min-height: 5; }
     }
+    /* Narrow (header.NARROW_WIDTH: 80x24), the fields lose their borders (follow_width makes them compact)
+       and the input file takes a row of its own: beside the six others it had no room, nor had "$ per hour". */
+    TuneScreen.-narrow {
+        #tune-form {
+            layout: grid; grid-size: 6; grid-columns: 14 12 12 12 12 1fr; grid-gutter: 0 1; grid-rows: auto;
+        }
+        #tune-form > Vertical, #tune-form > #tune-kind-col { width: 1fr; margin-right: 0; }
+        #tune-form > #tune-input-col { column-span: 6; }
+        #tune-status { margin-top: 0; }
+    }
     """
 
     def __init__(self, controller: Controller) -> None:
@@ -192,13 +208,12 @@ class TuneScreen(Screen[None]):
             "with other knobs; the daemon is handed over for the search and relaunched after it.",
             id="tune-status",
         )
-        table: DataTable[str | Text] = DataTable(id="tune-table", cursor_type="row", zebra_stripes=True)
-        table.add_columns(*COLUMNS[:-1])
-        # A fixed width wraps a trial's changes and note onto more lines of its row (all of it is read).
-        table.add_column(COLUMNS[-1], width=NOTE_WIDTH)
-        yield table
+        yield WrappingTable(*COLUMNS, min_width=NOTE_MIN_WIDTH, id="tune-table", zebra_stripes=True)
         yield Chart(ascii_only=bool(getattr(self.app, "ascii_only", False)), id="tune-scatter")
         yield KeysFooter()
+
+    def on_resize(self, event: events.Resize) -> None:
+        follow_width(self, event.size.width, compact="#tune-form Input, #tune-form Select")
 
     def on_mount(self) -> None:
         # A search runs in the controller, not in the model the app's poll follows: look once a second
@@ -314,7 +329,7 @@ class TuneScreen(Screen[None]):
 
     def _show_rows(self, snap: TuneSnapshot) -> None:
         """Only the rows that changed since the last draw (the running trial's, a new trial's)."""
-        table: DataTable[str | Text] = self.query_one("#tune-table", DataTable)
+        table = self.query_one("#tune-table", WrappingTable)
         rows = list(snap.trials)
         same = 0
         while same < min(len(rows), len(self._rows)) and rows[same] == self._rows[same]:
@@ -322,11 +337,12 @@ class TuneScreen(Screen[None]):
         for row in self._rows[same:]:
             table.remove_row(str(row.index))
         best = snap.best.index if snap.best is not None else None
+        palette = Palette.for_app(self.app)
         for row in rows[same:]:
-            table.add_row(*trial_cells(row, best), key=str(row.index), height=None)
+            table.add_row(*trial_cells(row, best, palette), key=str(row.index))
         first = table.ordered_columns[0].key
         for row in rows[:same]:  # the star follows the best
-            table.update_cell(str(row.index), first, trial_cells(row, best)[0])
+            table.update_cell(str(row.index), first, trial_cells(row, best, palette)[0])
         self._rows = rows
         if rows[same:]:
             table.move_cursor(row=table.row_count - 1)

@@ -10,25 +10,34 @@ line every screen shows at the bottom.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
-from textual.app import App
+from rich.cells import cell_len
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import HorizontalGroup
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Footer, Input, Select, Static
+from textual.widgets._footer import FooterKey, FooterLabel, KeyGroup
 
 NARROW_WIDTH = 110
 """Below this many columns (an 80x24 terminal) the form screens stack what they place side by side."""
 
 
-def follow_width(screen: Screen[None], width: int) -> bool:
+def follow_width(screen: Screen[None], width: int, compact: str = "") -> bool:
     """Give ``screen`` the ``-narrow`` class below NARROW_WIDTH (its CSS lays it out for that); True when narrow.
+    The fields ``compact`` selects lose their borders while narrow, so a form leaves the screen its rows.
 
     Set from on_resize rather than Textual's HORIZONTAL_BREAKPOINTS, whose ClassVar-in-a-union annotation
     mypy --strict rejects when a screen overrides it.
     """
     narrow = width < NARROW_WIDTH
     screen.set_class(narrow, "-narrow")
+    if compact:
+        for field in screen.query(compact):
+            if isinstance(field, Input | Select):
+                field.compact = narrow
     return narrow
 
 
@@ -68,20 +77,130 @@ def screen_header(app: App[object]) -> StatusHeader:
     return StatusHeader(id="status-header")
 
 
+SCREEN_KEYS = Binding.Group("Screens", compact=True)
+"""The group of the keys that switch screens: named one by one where the keys line has room, else together."""
+
+PINNED_KEYS: Final = frozenset({"quit", "help", "leave-field"})
+"""Ids of the bindings the keys line keeps in view at its right end at every width (the others are cut)."""
+
+_Key = tuple[Binding, bool, str]  # a binding shown, whether it is enabled, its tooltip
+
+
+def _key_cells(key: str, description: str, compact: bool) -> int:
+    """A FooterKey's cells: Footer's CSS pads the key and the description by one cell each, and a compact
+    footer keeps one cell between keys instead."""
+    return cell_len(key) + cell_len(description) + (2 if compact else 3)
+
+
+def keys_fit(keys: list[tuple[str, str, bool]], width: int, compact: bool, palette: bool) -> bool:
+    """Whether ``keys`` ((key, description, in the screen group) in order) fit ``width`` cells, with the
+    palette's key (its border and padding: one cell more, two unless compact) when ``palette``."""
+    cells = _key_cells("^p", "palette", compact) + (1 if compact else 2) if palette else 0
+    cells += 1  # the border before the keys kept at the right end
+    grouped = [key for key, _description, in_group in keys if in_group]
+    if grouped:
+        # The group's keys close together, then its name once (KeyGroup and FooterLabel's margins).
+        cells += sum(cell_len(key) for key in grouped) + cell_len(SCREEN_KEYS.description) + (2 if compact else 3)
+    cells += sum(_key_cells(key, description, compact) for key, description, in_group in keys if not in_group)
+    return cells <= width
+
+
+# From the roomiest to the tightest, (compact, grouped, palette): the first that fits is taken, else the last.
+_LAYOUTS: Final = ((False, False, True), (True, False, True), (True, True, True), (True, True, False))
+
+
 class KeysFooter(Footer):
-    """Textual's Footer, rebuilt only when the keys it would show changed.
+    """Textual's Footer, laid out for the terminal's width and rebuilt only when what it shows changed.
+
+    Quitting and help (or, in a field, how to leave it: ``PINNED_KEYS``) stay in view at the right end at
+    every width; the screen keys (``SCREEN_KEYS``) are named where there is room, else shown together, and a
+    narrow terminal gets the compact style. On an 80-column terminal the line used to stop at "5 Memcheck".
 
     Footer recomposes on every bindings refresh (each screen switch, each focus change): a dozen new
     FooterKey widgets whose styles are computed anew, ~0.25 s of CPU a screen switch here (issue 11),
     for the same keys as before.
     """
 
+    DEFAULT_CSS = """
+    KeysFooter #pinned-keys { dock: right; width: auto; height: 1; border-left: vkey $foreground 20%; }
+    """
+
     _keys: tuple[object, ...] | None = None
 
+    def _shown(self, screen: Screen[Any]) -> list[_Key]:
+        """The keys to show, the first binding of each action, in the screen's order."""
+        keys: dict[str, _Key] = {}
+        for _node, binding, enabled, tooltip in screen.active_bindings.values():
+            if binding.show and binding.action not in keys:
+                keys[binding.action] = (binding, enabled, tooltip)
+        return list(keys.values())
+
+    def _layout(self, keys: list[_Key]) -> tuple[bool, bool, bool]:
+        """(compact, grouped, palette): the roomiest layout that fits the terminal's width."""
+        width = self.app.size.width
+        for compact, grouped, palette in _LAYOUTS:
+            cells = [
+                (self.app.get_key_display(b), b.description, grouped and b.group is SCREEN_KEYS) for b, _, _ in keys
+            ]
+            if keys_fit(cells, width, compact, palette and self.show_command_palette):
+                break
+        return compact, grouped, palette
+
+    def compose(self) -> ComposeResult:
+        if not self._bindings_ready:
+            return
+        keys = self._shown(self.screen)
+        compact, grouped, palette = self._layout(keys)
+        self.set_reactive(Footer.compact, compact)
+        self.set_class(compact, "-compact")
+        group = [key for key in keys if grouped and key[0].group is SCREEN_KEYS]
+        pinned = [key for key in keys if key[0].id in PINNED_KEYS]
+        for key in keys:
+            binding, enabled, tooltip = key
+            if key in pinned or (key in group and key is not group[0]):
+                continue
+            if key in group:
+                # The screen keys side by side (each still a key to click), then what they are, once.
+                with KeyGroup(classes="-compact"):
+                    for each, each_enabled, each_tooltip in group:
+                        yield self._footer_key(each, each_enabled, each_tooltip or each.description, "", "-grouped")
+                yield FooterLabel(SCREEN_KEYS.description)
+            else:
+                yield self._footer_key(binding, enabled, tooltip, binding.description, "")
+        # One container at the right end (docked widgets overlap each other, they do not line up).
+        with HorizontalGroup(id="pinned-keys"):
+            for binding, enabled, tooltip in pinned:
+                yield self._footer_key(binding, enabled, tooltip, binding.description, "")
+            # Left out where nothing else fits (ctrl+p still opens it; help lists it).
+            if palette and self.show_command_palette and self.app.ENABLE_COMMAND_PALETTE:
+                palette_key = self.screen.active_bindings.get(self.app.COMMAND_PALETTE_BINDING)
+                if palette_key is not None:
+                    _node, binding, enabled, _tooltip = palette_key
+                    yield self._footer_key(binding, enabled, binding.tooltip, binding.description, "-command-palette")
+
+    def _footer_key(self, binding: Binding, enabled: bool, tooltip: str, description: str, classes: str) -> FooterKey:
+        key = FooterKey(
+            binding.key,
+            self.app.get_key_display(binding),
+            description,
+            binding.action,
+            disabled=not enabled,
+            tooltip=tooltip,
+            classes=classes,
+        )
+        return key.data_bind(compact=Footer.compact)
+
     def bindings_changed(self, screen: Screen[Any]) -> None:
-        keys = tuple((key, a.binding, a.enabled, a.tooltip) for key, a in screen.active_bindings.items())
+        keys = (
+            self._layout(self._shown(screen)),
+            *((key, a.binding, a.enabled, a.tooltip) for key, a in screen.active_bindings.items()),
+        )
         if screen is self.screen and keys == self._keys:
             return
         if screen is self.screen and self.is_attached and screen.app.app_focus:
             self._keys = keys  # what the recompose Footer asks for now shows
         super().bindings_changed(screen)
+
+    def on_resize(self) -> None:
+        # The layout follows the width: a terminal resized from 120 to 80 columns groups the screen keys.
+        self.bindings_changed(self.screen)
