@@ -31,6 +31,10 @@ class NoticesList(OptionList):
         text-wrap: nowrap;
         text-overflow: ellipsis;
         &:focus { border: none; }
+        /* The highlight reverses each part of the line (a notice keeps its colour, as the bar's): Textual's
+           block cursor put the error red on its blue, 1.04:1 in the light theme. Unfocused, none is shown. */
+        & > .option-list--option-highlighted { color: $foreground; background: transparent; text-style: none; }
+        &:focus > .option-list--option-highlighted { color: $foreground; background: transparent; text-style: reverse; }
     }
     """
 
