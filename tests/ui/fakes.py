@@ -317,6 +317,13 @@ class FakeController(ReadOnlyControls, LocalQueries):
         return f"cuzk-tui attach {listen}" if listen else ""
 
 
+class FixedBoxController(FakeController):
+    """A FakeController whose Memcheck reads the fixed box (:func:`memcheck_report`), not this machine."""
+
+    def memcheck_report(self) -> MemcheckReport:
+        return memcheck_report()
+
+
 class FakeReplay(FakeController):
     """A read-only controller with a replay clock that never moves on its own."""
 

@@ -19,10 +19,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Input
 
 from cuzktui import events as ev
-from cuzktui.planner import MemcheckReport
 from cuzktui.ui.app import CuzkApp
 from cuzktui.ui.theme import bundled_themes
-from tests.ui.fakes import T0, FakeController, Timed, build_model, memcheck_report
+from tests.ui.fakes import T0, FixedBoxController, Timed, build_model
 from tests.ui.test_screens_tune import search_snapshot
 
 MINIMUM = 4.5
@@ -76,16 +75,11 @@ def too_faint(pilot: Pilot[None], where: str) -> Iterator[str]:
                 yield f"{where}, row {y}: {segment.text.strip()!r} {fg.hex} on {bg.hex} is {ratio:.2f}:1"
 
 
-class _Box(FakeController):
-    def memcheck_report(self) -> MemcheckReport:
-        return memcheck_report()
-
-
 @pytest.mark.parametrize("theme", [theme.name for theme in bundled_themes()])
 async def test_every_text_of_every_screen_reads_at_4_5_to_1(
     theme: str, events: list[Timed], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake = _Box(build_model(events), config={"memory.total_budget": "200GiB"})
+    fake = FixedBoxController(build_model(events), config={"memory.total_budget": "200GiB"})
     fake.tune = search_snapshot()
     fake.model.apply(ev.Notice(T0 + 300, "error", "a notice, in the error colour of its list"))
     app = CuzkApp(fake, poll_interval=1000, theme=theme)

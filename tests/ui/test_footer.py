@@ -12,10 +12,9 @@ from textual.screen import Screen
 from textual.widgets import Input
 from textual.widgets._footer import FooterKey
 
-from cuzktui.planner import MemcheckReport
 from cuzktui.ui.app import SCREENS, CuzkApp
 from cuzktui.ui.widgets.header import KeysFooter
-from tests.ui.fakes import FakeController, Timed, build_model, memcheck_report
+from tests.ui.fakes import FakeController, FixedBoxController, Timed, build_model
 from tests.ui.test_app import make_app
 
 
@@ -71,13 +70,6 @@ async def test_switching_back_to_a_screen_keeps_its_footer(events: list[Timed]) 
         assert app.screen is knobs and list(knobs.query(FooterKey)) == keys
 
 
-class _Box(FakeController):
-    """The fixed box of the screens' tests: Memcheck does not read this machine."""
-
-    def memcheck_report(self) -> MemcheckReport:
-        return memcheck_report()
-
-
 def _keys_line(app: App[None]) -> str:
     return app.screen._compositor.render_strips()[-1].text
 
@@ -86,7 +78,7 @@ def _keys_line(app: App[None]) -> str:
 async def test_quit_and_help_are_in_view_on_every_screen(events: list[Timed], size: tuple[int, int]) -> None:
     """At 80 columns the keys line stopped at "5 Memcheck" (at 120 it ended "? He▏"): quitting and help were
     out of view. They keep the right end, whatever the screen's own keys need."""
-    app = CuzkApp(_Box(build_model(events)), poll_interval=1000)
+    app = CuzkApp(FixedBoxController(build_model(events)), poll_interval=1000)
     async with app.run_test(size=size) as pilot:
         await app.workers.wait_for_complete()
         for _mode, key, label, _screen in SCREENS:
@@ -94,6 +86,11 @@ async def test_quit_and_help_are_in_view_on_every_screen(events: list[Timed], si
             await pilot.pause()
             line = _keys_line(app)
             assert line.rstrip().endswith(("q Quit ? Help ▏^p palette", "q Quit ? Help")), (label, line)
+            # The keys left of the right end are whole: none runs under it (a lone "1", "t Ti").
+            right_end = app.screen.query_one("#pinned-keys").region.x
+            for footer_key in app.screen.query_one(KeysFooter).query(FooterKey):
+                if footer_key.parent is not None and footer_key.parent.id != "pinned-keys":
+                    assert footer_key.region.right < right_end, (label, footer_key.key, line)
         await pilot.press("question_mark")
         await pilot.pause()
         assert type(app.screen).__name__ == "HelpScreen"
@@ -102,7 +99,7 @@ async def test_quit_and_help_are_in_view_on_every_screen(events: list[Timed], si
 async def test_a_field_with_the_focus_says_that_escape_leaves_it(events: list[Timed]) -> None:
     """Number keys, q and ? type into a field: while one has the focus the keys line says how to leave it,
     where quitting and help were, and Escape does leave it."""
-    app = CuzkApp(_Box(build_model(events)), poll_interval=1000)
+    app = CuzkApp(FixedBoxController(build_model(events)), poll_interval=1000)
     async with app.run_test(size=(80, 24)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.press("4")

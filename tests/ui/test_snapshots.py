@@ -7,16 +7,24 @@ and look at the report before committing.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
-from dataclasses import replace
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Input
 
 from cuzktui import events as ev
 from cuzktui.ui.app import CuzkApp
 from tests.ui.conftest import settle
-from tests.ui.fakes import OOM_AT, T0, FakeController, FakeReplay, Timed, build_model
+from tests.ui.fakes import OOM_AT, T0, FakeController, FakeReplay, FixedBoxController, Timed, build_model
+from tests.ui.test_screens_tune import search_snapshot
+
+# What the benchmark's OOM recovery says when it lowers the budget (cuzktui.diagnosis.oom_verdict's words).
+OOM_EXPLANATION = (
+    "reservations that fit total_budget (200 GiB) did not fit the cgroup limit (256 GiB) beside the memory "
+    "outside the budget was 158 GiB (RSS − reservations in use)"
+)
 
 SnapCompare = Callable[..., bool]
 
@@ -45,17 +53,22 @@ SCREEN_KEYS = {"dashboard": "1", "waterfall": "2", "knobs": "3", "bench": "4"}
 TERMINALS = ["dark", "16-colours", "no-color", "light"]
 
 
-@pytest.mark.parametrize("terminal", TERMINALS)
-@pytest.mark.parametrize("screen", list(SCREEN_KEYS))
-def test_at_80x24(
-    snap_compare: SnapCompare, events: list[Timed], monkeypatch: pytest.MonkeyPatch, screen: str, terminal: str
-) -> None:
+def terminal_theme(terminal: str, monkeypatch: pytest.MonkeyPatch) -> str | None:
+    """Set the environment up as ``terminal`` (one of TERMINALS); the theme to ask for (None: the default)."""
     if terminal == "16-colours":
         monkeypatch.setenv("TERM", "screen")
         monkeypatch.delenv("COLORTERM")
     elif terminal == "no-color":
         monkeypatch.setenv("NO_COLOR", "1")
-    app = app_for(events, theme="cuzk-light") if terminal == "light" else app_for(events)
+    return "cuzk-light" if terminal == "light" else None
+
+
+@pytest.mark.parametrize("terminal", TERMINALS)
+@pytest.mark.parametrize("screen", list(SCREEN_KEYS))
+def test_at_80x24(
+    snap_compare: SnapCompare, events: list[Timed], monkeypatch: pytest.MonkeyPatch, screen: str, terminal: str
+) -> None:
+    app = app_for(events, theme=terminal_theme(terminal, monkeypatch))
     assert snap_compare(app, terminal_size=(80, 24), run_before=pressing(SCREEN_KEYS[screen]))
 
 
@@ -70,12 +83,44 @@ def test_engine_waterfall_in_box_time(
     size: tuple[int, int],
     terminal: str,
 ) -> None:
-    if terminal == "16-colours":
-        monkeypatch.setenv("TERM", "screen")
-        monkeypatch.delenv("COLORTERM")
-    engine = [(t, replace(e, time_scale=0.5) if isinstance(e, ev.DaemonLaunched) else e) for t, e in events]
-    app = app_for(engine, theme="cuzk-light") if terminal == "light" else app_for(engine)
+    engine = [(t, dataclasses.replace(e, time_scale=0.5) if isinstance(e, ev.DaemonLaunched) else e) for t, e in events]
+    app = app_for(engine, theme=terminal_theme(terminal, monkeypatch))
     assert snap_compare(app, terminal_size=size, run_before=pressing("2", "down", "enter"))
+
+
+async def _editing_a_knob(pilot: Pilot[None]) -> None:
+    await settle(pilot)
+    await pilot.press("3")
+    editor = pilot.app.screen.query_one("#knob-memory-total_budget Input", Input)
+    editor.focus()
+    editor.value = "180GiB"
+    await pilot.pause()
+
+
+# What a newcomer met (issue 27), one screen on each of the terminals operators use: the Bench screen's OOM
+# note whole, Knobs with a field being edited (its badges, placeholders and "esc Leave field"), Tune's form
+# and Memcheck's reasons at 80x24.
+NEWCOMER: dict[str, tuple[tuple[int, int], str, Callable[[Pilot[None]], object]]] = {
+    "bench-oom-note-120x40-light": ((120, 40), "light", pressing("4")),
+    "knobs-editing-120x40-16-colours": ((120, 40), "16-colours", _editing_a_knob),
+    "tune-80x24-dark": ((80, 24), "dark", pressing("8")),
+    "memcheck-80x24-light": ((80, 24), "light", pressing("5", "tab")),
+}
+
+
+@pytest.mark.parametrize("shot", list(NEWCOMER))
+def test_a_newcomers_terminals(
+    snap_compare: SnapCompare, events: list[Timed], monkeypatch: pytest.MonkeyPatch, shot: str
+) -> None:
+    size, terminal, run_before = NEWCOMER[shot]
+    explained = [
+        (t, dataclasses.replace(e, explanation=OOM_EXPLANATION) if isinstance(e, ev.BenchRestart) else e)
+        for t, e in events
+    ]
+    fake = FixedBoxController(build_model(explained))
+    fake.tune = search_snapshot()
+    app = CuzkApp(fake, poll_interval=1000, theme=terminal_theme(terminal, monkeypatch))
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
 
 
 def test_dashboard_after_an_oom_kill(snap_compare: SnapCompare, events: list[Timed]) -> None:

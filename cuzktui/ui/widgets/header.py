@@ -10,6 +10,7 @@ line every screen shows at the bottom.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Final
 
 from rich.cells import cell_len
@@ -92,21 +93,46 @@ def _key_cells(key: str, description: str, compact: bool) -> int:
     return cell_len(key) + cell_len(description) + (2 if compact else 3)
 
 
-def keys_fit(keys: list[tuple[str, str, bool]], width: int, compact: bool, palette: bool) -> bool:
-    """Whether ``keys`` ((key, description, in the screen group) in order) fit ``width`` cells, with the
-    palette's key (its border and padding: one cell more, two unless compact) when ``palette``."""
-    cells = _key_cells("^p", "palette", compact) + (1 if compact else 2) if palette else 0
-    cells += 1  # the border before the keys kept at the right end
-    grouped = [key for key, _description, in_group in keys if in_group]
-    if grouped:
-        # The group's keys close together, then its name once (KeyGroup and FooterLabel's margins).
-        cells += sum(cell_len(key) for key in grouped) + cell_len(SCREEN_KEYS.description) + (2 if compact else 3)
-    cells += sum(_key_cells(key, description, compact) for key, description, in_group in keys if not in_group)
-    return cells <= width
+def _line_items(keys: list[tuple[str, str, bool, bool]], compact: bool, grouped: bool) -> list[int]:
+    """The cells of each item left of the right end, in order: a key, or (``grouped``) the screen keys as one
+    item where the first of them is: close together, then the group's name (KeyGroup's and FooterLabel's
+    margins)."""
+    items: list[int] = []
+    group_at: int | None = None
+    for key, description, pinned, screen in keys:
+        if pinned:
+            continue
+        if grouped and screen:
+            if group_at is None:
+                group_at = len(items)
+                items.append(cell_len(SCREEN_KEYS.description) + (2 if compact else 3))
+            items[group_at] += cell_len(key)
+        else:
+            items.append(_key_cells(key, description, compact))
+    return items
 
 
-# From the roomiest to the tightest, (compact, grouped, palette): the first that fits is taken, else the last.
+# From the roomiest to the tightest, (compact, grouped, palette): the first that fits whole is taken.
 _LAYOUTS: Final = ((False, False, True), (True, False, True), (True, True, True), (True, True, False))
+
+
+def keys_layout(keys: list[tuple[str, str, bool, bool]], width: int) -> tuple[bool, bool, bool, int]:
+    """How the keys line shows ``keys`` ((key, description, kept at the right end, a screen key), in order) in
+    ``width`` cells: (compact, screen keys grouped, the palette's key shown, how many items left of the right
+    end are shown). The roomiest layout that fits whole; else the tightest, with the items that fit whole."""
+    for compact, grouped, palette in _LAYOUTS:
+        # The right end: the keys kept there after a border, the palette's key (with its border and padding).
+        kept = [_key_cells(key, description, compact) for key, description, pinned, _ in keys if pinned]
+        right = sum(kept) + (1 if kept else 0)
+        if palette:
+            right += _key_cells("^p", "palette", compact) + (1 if compact else 2)
+        items = _line_items(keys, compact, grouped)
+        if sum(items) + right <= width:
+            return compact, grouped, palette, len(items)
+    # Nothing fits whole: a key cut in the middle ("t Ti", a lone "1") says nothing; the keys left out are
+    # still bound, and listed by help and the palette.
+    shown = sum(1 for total in itertools.accumulate(items) if total <= width - right)
+    return compact, grouped, palette, shown
 
 
 class KeysFooter(Footer):
@@ -135,48 +161,50 @@ class KeysFooter(Footer):
                 keys[binding.action] = (binding, enabled, tooltip)
         return list(keys.values())
 
-    def _layout(self, keys: list[_Key]) -> tuple[bool, bool, bool]:
-        """(compact, grouped, palette): the roomiest layout that fits the terminal's width."""
-        width = self.app.size.width
-        for compact, grouped, palette in _LAYOUTS:
-            cells = [
-                (self.app.get_key_display(b), b.description, grouped and b.group is SCREEN_KEYS) for b, _, _ in keys
-            ]
-            if keys_fit(cells, width, compact, palette and self.show_command_palette):
-                break
-        return compact, grouped, palette
+    def _layout(self, keys: list[_Key]) -> tuple[bool, bool, bool, int]:
+        cells = [
+            (self.app.get_key_display(b), b.description, b.id in PINNED_KEYS, b.group is SCREEN_KEYS)
+            for b, _, _ in keys
+        ]
+        compact, grouped, palette, shown = keys_layout(cells, self.app.size.width)
+        return compact, grouped, palette and self.show_command_palette, shown
 
     def compose(self) -> ComposeResult:
         if not self._bindings_ready:
             return
         keys = self._shown(self.screen)
-        compact, grouped, palette = self._layout(keys)
+        compact, grouped, palette, shown = self._layout(keys)
         self.set_reactive(Footer.compact, compact)
         self.set_class(compact, "-compact")
-        group = [key for key in keys if grouped and key[0].group is SCREEN_KEYS]
         pinned = [key for key in keys if key[0].id in PINNED_KEYS]
-        for key in keys:
-            binding, enabled, tooltip = key
-            if key in pinned or (key in group and key is not group[0]):
-                continue
+        group = [key for key in keys if grouped and key[0].group is SCREEN_KEYS]
+        items = [key for key in keys if key not in pinned and (key not in group or key is group[0])]
+        for key in items[:shown]:
             if key in group:
                 # The screen keys side by side (each still a key to click), then what they are, once.
                 with KeyGroup(classes="-compact"):
-                    for each, each_enabled, each_tooltip in group:
-                        yield self._footer_key(each, each_enabled, each_tooltip or each.description, "", "-grouped")
+                    for binding, enabled, tooltip in group:
+                        yield self._footer_key(binding, enabled, tooltip or binding.description, "", "-grouped")
                 yield FooterLabel(SCREEN_KEYS.description)
             else:
+                binding, enabled, tooltip = key
                 yield self._footer_key(binding, enabled, tooltip, binding.description, "")
-        # One container at the right end (docked widgets overlap each other, they do not line up).
-        with HorizontalGroup(id="pinned-keys"):
-            for binding, enabled, tooltip in pinned:
-                yield self._footer_key(binding, enabled, tooltip, binding.description, "")
-            # Left out where nothing else fits (ctrl+p still opens it; help lists it).
-            if palette and self.show_command_palette and self.app.ENABLE_COMMAND_PALETTE:
-                palette_key = self.screen.active_bindings.get(self.app.COMMAND_PALETTE_BINDING)
-                if palette_key is not None:
-                    _node, binding, enabled, _tooltip = palette_key
-                    yield self._footer_key(binding, enabled, binding.tooltip, binding.description, "-command-palette")
+        right_end = [
+            self._footer_key(binding, enabled, tooltip, binding.description, "") for binding, enabled, tooltip in pinned
+        ]
+        # Left out where nothing else fits (ctrl+p still opens it; help lists it).
+        palette_key = self.screen.active_bindings.get(self.app.COMMAND_PALETTE_BINDING)
+        if palette and self.app.ENABLE_COMMAND_PALETTE and palette_key is not None:
+            _node, binding, enabled, _tooltip = palette_key
+            right_end.append(
+                self._footer_key(binding, enabled, binding.tooltip, binding.description, "-command-palette")
+            )
+        if pinned:
+            # One container at the right end (docked widgets overlap each other, they do not line up).
+            with HorizontalGroup(id="pinned-keys"):
+                yield from right_end
+        else:
+            yield from right_end  # the palette's key alone, docked right by Footer's CSS
 
     def _footer_key(self, binding: Binding, enabled: bool, tooltip: str, description: str, classes: str) -> FooterKey:
         key = FooterKey(
