@@ -21,6 +21,7 @@ from textual.widgets import Input
 from cuzktui import events as ev
 from cuzktui.ui.app import CuzkApp
 from cuzktui.ui.theme import bundled_themes
+from cuzktui.ui.widgets.notices import NoticesList
 from tests.ui.fakes import T0, FixedBoxController, Timed, build_model
 from tests.ui.test_screens_tune import search_snapshot
 
@@ -97,6 +98,10 @@ async def test_every_text_of_every_screen_reads_at_4_5_to_1(
                                            "sessions", "tune"), strict=True):  # fmt: skip
             await look(name, key)
         await look("the notices list", "1", "n")
+        notices = app.screen.query_one(NoticesList)
+        assert notices.highlighted is not None
+        row = app.screen._compositor.render_strips()[notices.region.y + notices.highlighted - int(notices.scroll_y)]
+        assert any(s.style is not None and s.style.underline for s in row), "the highlighted notice is marked"
         await look("a partition's details", "escape", "2", "down", "enter")
         await look("the help", "question_mark")
         await look("the quit dialog", "escape", "q")

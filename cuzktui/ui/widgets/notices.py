@@ -31,10 +31,12 @@ class NoticesList(OptionList):
         text-wrap: nowrap;
         text-overflow: ellipsis;
         &:focus { border: none; }
-        /* The highlight reverses each part of the line (a notice keeps its colour, as the bar's): Textual's
-           block cursor put the error red on its blue, 1.04:1 in the light theme. Unfocused, none is shown. */
+        /* The highlight underlines the line, each part keeping its colours on the list's background: Textual's
+           block cursor put an error's red on its blue, 1.04:1 in the light theme. Unfocused, none is shown. */
         & > .option-list--option-highlighted { color: $foreground; background: transparent; text-style: none; }
-        &:focus > .option-list--option-highlighted { color: $foreground; background: transparent; text-style: reverse; }
+        &:focus > .option-list--option-highlighted {
+            color: $foreground; background: transparent; text-style: underline;
+        }
     }
     """
 
