@@ -192,7 +192,9 @@ async def test_no_config_beyond_the_noise_is_said_and_nothing_is_applied() -> No
 
 async def test_at_80x24_every_field_is_on_screen_with_its_label() -> None:
     """At 80 columns "$ per hour" and the input file were past the screen's edge: the fields lose their
-    borders and the input file takes a row of its own; the table and the scatter keep rows to show."""
+    borders and the input file takes a row of its own; the table and the scatter keep rows to show. The
+    status (with the verdict, the tier and the directory, 11 lines there) scrolls, every line reachable by
+    the keys, rather than pushing the table and the scatter off the screen."""
     fake = FakeController()
     fake.tune = search_snapshot()
     app = make_app(fake)
@@ -206,9 +208,18 @@ async def test_at_80x24_every_field_is_on_screen_with_its_label() -> None:
             assert column.query_one(Label).region.width >= len(label), label
         assert screen.query_one("#tune-table").region.height >= 3
         assert screen.query_one("#tune-scatter").region.bottom <= 23
+        box = screen.query_one("#tune-status-box")
+        assert box.allow_focus()
+        box.focus()
+        await pilot.press("end")
+        await pilot.pause()
+        lines = [strip.text.strip() for strip in app.screen._compositor.render_strips()]
+        shown = lines[box.region.y : box.region.bottom]
+        assert f"trials in{fake.tune.directory}" in "".join(shown)
         await pilot.resize_terminal(120, 40)
         await pilot.pause()
         assert not screen.has_class("-narrow") and not any(field.compact for field in screen.query(Input))
+        assert not box.allow_focus()  # all of the status in view: no stop on the way to the table
 
 
 def test_snapshot_tune(snap_compare: object) -> None:

@@ -18,7 +18,7 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Input, Label, Select, Static
 
@@ -148,6 +148,14 @@ def scatter_spec(snap: TuneSnapshot) -> ChartSpec:
     )
 
 
+class StatusBox(VerticalScroll):
+    """The status, scrolled where it may not take all its lines (narrow): focusable only then, so the
+    keys reach what is out of view and a status that fits is no stop on the way to the table."""
+
+    def allow_focus(self) -> bool:
+        return self.max_scroll_y > 0
+
+
 class TuneScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+s", "start", "Start search", priority=True),
@@ -162,18 +170,22 @@ class TuneScreen(Screen[None]):
         #tune-form > #tune-kind-col { width: 18; }
         #tune-form > #tune-input-col { width: 1fr; margin-right: 0; }
         #tune-form Label { color: $text-muted; }
+        #tune-status-box { height: auto; }
         #tune-status { height: auto; padding: 0 1; margin-top: 1; }
         #tune-table { height: 3fr; min-height: 3; }
         #tune-scatter { height: 2fr; min-height: 5; }
     }
     /* Narrow (header.NARROW_WIDTH: 80x24), the fields lose their borders (follow_width makes them compact)
-       and the input file takes a row of its own: beside the six others it had no room, nor had "$ per hour". */
+       and the input file takes a row of its own: beside the six others it had no room, nor had "$ per hour".
+       The status scrolls past 9 lines (the search's verdict, the knobs left alone, the tier, the directory):
+       longer, it pushed the table and the scatter off the screen. */
     TuneScreen.-narrow {
         #tune-form {
             layout: grid; grid-size: 6; grid-columns: 14 12 12 12 12 1fr; grid-gutter: 0 1; grid-rows: auto;
         }
         #tune-form > Vertical, #tune-form > #tune-kind-col { width: 1fr; margin-right: 0; }
         #tune-form > #tune-input-col { column-span: 6; }
+        #tune-status-box { max-height: 9; }
         #tune-status { margin-top: 0; }
     }
     """
@@ -203,11 +215,12 @@ class TuneScreen(Screen[None]):
                         disabled=disabled,
                     )
             yield input_column("tune", self.controller, disabled)
-        yield Static(
-            "No search yet: set the form and press ctrl+s. Each trial is a benchmark on this daemon's program "
-            "with other knobs; the daemon is handed over for the search and relaunched after it.",
-            id="tune-status",
-        )
+        with StatusBox(id="tune-status-box"):
+            yield Static(
+                "No search yet: set the form and press ctrl+s. Each trial is a benchmark on this daemon's program "
+                "with other knobs; the daemon is handed over for the search and relaunched after it.",
+                id="tune-status",
+            )
         yield WrappingTable(*COLUMNS, min_width=NOTE_MIN_WIDTH, id="tune-table", zebra_stripes=True)
         yield Chart(ascii_only=bool(getattr(self.app, "ascii_only", False)), id="tune-scatter")
         yield KeysFooter()
