@@ -843,16 +843,26 @@ def format_summary(summary: BenchSummary) -> str:
     return "\n".join(lines)
 
 
+# A runner's stdout and stderr, in the session it records (every run of the session appends to it).
+RUNNER_OUTPUT: Final = "bench.log"
+# What ``cuzk-tui bench`` starts its error with (commands/bench.py, and argparse's usage errors).
+ERROR_PREFIX: Final = "cuzk-tui bench: "
+# How much of a runner's output is read back for its error: the end of it, where the error is.
+_ERROR_TAIL_BYTES: Final = 64 << 10
+
+
 def spawn_bench_process(session: Path, args: Sequence[str]) -> subprocess.Popen[bytes]:
     """Start ``python -m cuzktui.bench --session SESSION ARGS`` detached from the caller (the TUI).
 
     It runs in its own process session, with stdout and stderr on ``bench.log`` in the session,
-    so it survives the TUI; stop it early with SIGTERM (it cancels and stops its daemon).
+    so it survives the TUI; stop it early with SIGTERM (it cancels and stops its daemon). Unbuffered,
+    so its lines are there in the order it wrote them: its error last (:func:`runner_error`), not
+    before the summary a buffered stdout wrote at its exit.
     """
-    log_fd = open_private_append(session / "bench.log")
+    log_fd = open_private_append(session / RUNNER_OUTPUT)
     try:
         return subprocess.Popen(
-            [sys.executable, "-m", "cuzktui.bench", "--session", str(session), *args],
+            [sys.executable, "-u", "-m", "cuzktui.bench", "--session", str(session), *args],
             stdin=subprocess.DEVNULL,
             stdout=log_fd,
             stderr=log_fd,
@@ -860,6 +870,23 @@ def spawn_bench_process(session: Path, args: Sequence[str]) -> subprocess.Popen[
         )
     finally:
         os.close(log_fd)
+
+
+def runner_error(output: Path, start: int) -> str:
+    """What a runner wrote of why it failed, in its output file from ``start`` (where its run began): from
+    its last ``cuzk-tui bench:`` line to the end (the daemon's own report may follow on more lines),
+    else its last line (an uncaught exception's); "" when it wrote nothing there."""
+    try:
+        with output.open("rb") as f:
+            end = f.seek(0, os.SEEK_END)
+            f.seek(max(start, end - _ERROR_TAIL_BYTES))
+            lines = f.read().decode("utf-8", "replace").rstrip().splitlines()
+    except OSError:
+        return ""
+    said = next((i for i in reversed(range(len(lines))) if lines[i].startswith(ERROR_PREFIX)), None)
+    if said is None:
+        return lines[-1].strip() if lines else ""
+    return "\n".join(lines[said:]).removeprefix(ERROR_PREFIX).strip()
 
 
 def install_cancel_signals(runner: BenchRunner) -> None:

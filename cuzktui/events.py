@@ -622,6 +622,24 @@ class StartFailed:
     text: str
 
 
+@dataclass(frozen=True, slots=True)
+class BenchRunnerFailed:
+    """A benchmark runner the TUI handed its daemon to ended with a non-zero exit status (a negative one:
+    killed by that signal), for a reason not checked before the hand-over; ``error`` is what it wrote of
+    it (cuzktui.bench.runner_error), "" when it wrote nothing. The Bench screen keeps it on screen until a
+    later benchmark starts."""
+
+    t: float
+    returncode: int
+    error: str
+
+    @property
+    def text(self) -> str:
+        how = f"exit {self.returncode}" if self.returncode >= 0 else f"killed by signal {-self.returncode}"
+        said = self.error or "it wrote no error (its output is bench.log in the session)"
+        return f"benchmark failed ({how}): {said}"
+
+
 ObservedEvent = (
     DaemonLaunched
     | DaemonReadyObserved
@@ -637,6 +655,7 @@ ObservedEvent = (
     | ProofFinished
     | BenchRestart
     | BenchFinished
+    | BenchRunnerFailed
     | Notice
     | StartFailed
 )

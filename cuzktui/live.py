@@ -31,7 +31,7 @@ from typing import Any
 import psutil
 
 from . import events as ev
-from .bench import BenchUsageError, checked_requests, spawn_bench_process
+from .bench import RUNNER_OUTPUT, BenchUsageError, checked_requests, runner_error, spawn_bench_process
 from .client import ClientError, status_endpoint
 from .config import ConfigDocument, ConfigError, build_config, load_config, save_atomic
 from .controller import (
@@ -275,6 +275,8 @@ class LiveController(LocalQueries):
         self._config_text: str | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._bench_proc: subprocess.Popen[bytes] | None = None
+        self._bench_output_start = 0  # where the running runner's output begins in the session's bench.log
+        self._bench_cancelled = False  # its end was asked for: no failure to say
         self._recorder: DaemonRecorder | None = None
         self._launch_lock = asyncio.Lock()
         self._poll_lock = asyncio.Lock()
@@ -816,6 +818,9 @@ class LiveController(LocalQueries):
         args += request.params.flags()
         if s.memory_limit is not None:
             args += ["--memory-limit", str(s.memory_limit)]
+        output = session.path / RUNNER_OUTPUT
+        self._bench_output_start = output.stat().st_size if output.exists() else 0
+        self._bench_cancelled = False
         self._bench_proc = spawn_bench_process(session.path, args)
         self._notice("info", f"benchmark started (runner pid {self._bench_proc.pid}); it owns the daemon until done")
 
@@ -847,6 +852,10 @@ class LiveController(LocalQueries):
         versions = session.config_versions()
         if versions:
             self._config_text = versions[-1].read_text("utf-8")
+        if proc.returncode != 0 and not self._bench_cancelled:
+            # Why, in the runner's own words (the Bench screen keeps it): the exit status alone said nothing.
+            error = runner_error(session.path / RUNNER_OUTPUT, self._bench_output_start)
+            self._record(ev.BenchRunnerFailed(time.time(), proc.returncode, error))
         self._notice("info", f"benchmark runner finished (exit {proc.returncode}); relaunching the daemon")
         self._tasks.append(asyncio.create_task(self._launch(self._config_text or "", ())))
 
@@ -983,6 +992,7 @@ class LiveController(LocalQueries):
     async def cancel_bench(self) -> None:
         proc = self._bench_proc
         if proc is not None and proc.poll() is None:
+            self._bench_cancelled = True
             with contextlib.suppress(ProcessLookupError):
                 os.kill(proc.pid, signal.SIGTERM)
 

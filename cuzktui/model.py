@@ -220,6 +220,7 @@ class SessionModel:
         self._run_shown_by: set[str] = set()
         self._run_ended = False
         self.bench: BenchState | None = None
+        self.bench_failure: ev.BenchRunnerFailed | None = None  # the last runner's, until a benchmark starts
         self.notices: deque[ev.Notice] = deque(maxlen=NOTICE_CAPACITY)
         self.oom_kills: list[float] = []
         self.configs: list[ev.ConfigApplied] = []
@@ -320,6 +321,12 @@ class SessionModel:
             if self.bench is None or self.bench.bench_id != event.bench_id:
                 return False
             self.bench.finished = event
+            self.bench_version += 1
+            return True
+        if isinstance(event, ev.BenchRunnerFailed):
+            self._observe_time(event.t)
+            self.bench_failure = event
+            self._notice(event.t, "error", " | ".join(event.text.splitlines()))  # a notice is one line
             self.bench_version += 1
             return True
         if isinstance(event, ev.Notice):
@@ -496,6 +503,7 @@ class SessionModel:
     def _apply_bench(self, event: ev.BenchStarted | ev.ProofSubmitted | ev.ProofFinished | ev.BenchRestart) -> bool:
         if isinstance(event, ev.BenchStarted):
             self.bench_edges.append(event.t)
+            self.bench_failure = None  # a later benchmark started: the last runner's failure is past
             self.bench = BenchState(
                 event.bench_id, event.kind, event.count, event.concurrency, event.oom_retries, event.t,
                 time_scale=event.time_scale,

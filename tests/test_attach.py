@@ -39,9 +39,11 @@ async def until(condition: Callable[[], bool], what: str, timeout: float = DEADL
         await asyncio.sleep(0.05)
 
 
-async def polled_until(controller: LiveController, condition: Callable[[], bool], what: str) -> None:
+async def polled_until(
+    controller: LiveController, condition: Callable[[], bool], what: str, timeout: float = DEADLINE_S
+) -> None:
     """Poll the controller (as the app does) until ``condition`` holds for its model."""
-    deadline = time.monotonic() + DEADLINE_S
+    deadline = time.monotonic() + timeout
     await controller.poll()
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"

@@ -22,6 +22,7 @@ from cuzktui.bench import (
     format_summary,
     payload_allowance,
     read_vanilla_file,
+    runner_error,
 )
 from cuzktui.cli import build_parser
 from cuzktui.client import DaemonCallError, DaemonDied
@@ -559,3 +560,24 @@ def test_an_emulated_box_gets_an_allowance_for_the_inputs_in_flight() -> None:
     two = max(r.ByteSize() for r in requests[:2])
     assert payload_allowance(requests[:2], 6, 1 / 256) == 2 * two * PAYLOAD_COPIES  # never more than in flight
     assert payload_allowance(requests, 6, 1.0) == 0  # a real daemon's inputs are real
+
+
+def test_a_runners_error_is_what_this_run_said_last_in_its_output(tmp_path: Path) -> None:
+    """The TUI reads a failed runner's error back from bench.log, which gathers every run of the session:
+    this run's last ``cuzk-tui bench:`` line and what follows it (the daemon's own report), else its last
+    line (an uncaught exception), nothing when it wrote nothing."""
+    output = tmp_path / "bench.log"
+    output.write_text("12:00:00 starting cuzk-engine\ncuzk-tui bench: an earlier run's error\n")
+    start = output.stat().st_size
+    assert runner_error(output, start) == ""  # this run has written nothing yet
+    with output.open("a") as f:
+        f.write("12:01:00 daemon ready (pid 7)\n=== Batch Summary ===\nerror:         the daemon died\n")
+        f.write("cuzk-tui bench: the daemon died (exited 101): panicked\nthread 'main' panicked: no GPU visible\n\n")
+    assert (
+        runner_error(output, start) == "the daemon died (exited 101): panicked\nthread 'main' panicked: no GPU visible"
+    )
+    crashed = output.stat().st_size
+    with output.open("a") as f:
+        f.write('Traceback (most recent call last):\n  File "x.py", line 1\nRuntimeError: boom\n')
+    assert runner_error(output, crashed) == "RuntimeError: boom"
+    assert runner_error(tmp_path / "missing.log", 0) == ""

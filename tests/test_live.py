@@ -25,7 +25,7 @@ from cuzktui.live import (
 from cuzktui.supervisor import DaemonProgram, choose_program
 from cuzktui.units import GiB
 from tests.conftest import engine_config_text, memory_cgroup_or_skip, require_engine, standin_daemon_on_path
-from tests.test_attach import launched_engine
+from tests.test_attach import launched_engine, polled_until
 
 
 def test_default_engine_config_is_valid_loopback_only_and_emulates_a_box(tmp_path: Path) -> None:
@@ -91,6 +91,37 @@ async def test_a_benchmark_whose_input_cannot_be_read_leaves_the_daemon_alone(tm
         assert supervisor.running and supervisor.pid == pid
         assert controller.model.daemon.runs == 1 and not controller.bench_running()
         assert not (tmp_path / "session" / "bench-config.toml").exists()
+    finally:
+        await controller.shutdown(stop_daemon=True)
+
+
+async def test_a_runner_that_fails_after_the_hand_over_is_said_in_its_own_words(tmp_path: Path) -> None:
+    """A C1 the daemon cannot parse passes the checks made before the hand-over (what is inside is the
+    daemon's to parse): the runner's proof fails and it exits 1, which the TUI said only as "benchmark
+    runner finished (exit 1)". The runner's own error is recorded, from its output, for the Bench screen;
+    the daemon comes back; a benchmark the operator cancels is no failure, and its start ends the last one's."""
+    controller = await launched_engine(tmp_path)
+    model = controller.model
+    try:
+        c1 = tmp_path / "c1.json"
+        c1.write_text("{}")
+        await controller.start_bench(BenchRequest("porep", 1, 1, str(c1)))
+        await polled_until(controller, lambda: model.bench_failure is not None, "the runner's failure", 120)
+        failure = model.bench_failure
+        assert failure is not None and (failure.returncode, failure.error) == (1, "1 of 1 proofs failed")
+        assert failure.text == "benchmark failed (exit 1): 1 of 1 proofs failed"
+        assert model.bench is not None and [r.status for r in model.bench.results] == ["FAILED"]
+        supervisor = controller.supervisor
+        assert supervisor is not None
+        await polled_until(controller, lambda: supervisor.running and model.daemon.runs == 3, "the daemon back", 120)
+
+        await controller.start_bench(BenchRequest("porep", 50, 1))
+        await polled_until(controller, lambda: model.bench_failure is None, "the next benchmark's start", 120)
+        await controller.cancel_bench()
+        await polled_until(controller, lambda: not controller.bench_running(), "the cancelled runner's end", 120)
+        await controller.poll()  # the runner reaped
+        assert any("benchmark runner finished (exit 1)" in n.text for n in list(model.notices)[-2:])
+        assert model.bench_failure is None
     finally:
         await controller.shutdown(stop_daemon=True)
 

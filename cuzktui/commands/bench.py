@@ -22,6 +22,7 @@ from pathlib import Path
 from .. import events as ev
 from .. import knob_rules, knobs
 from ..bench import (
+    ERROR_PREFIX,
     BenchRunner,
     BenchSummary,
     BenchUsageError,
@@ -211,13 +212,13 @@ async def _run(plan: _Plan, session: SessionWriter) -> BenchSummary | str:
 def run_bench(args: argparse.Namespace) -> int:
     if not args.headless:
         print(
-            "cuzk-tui bench: use --headless here; the TUI's Bench screen runs benchmarks interactively", file=sys.stderr
+            f"{ERROR_PREFIX}use --headless here; the TUI's Bench screen runs benchmarks interactively", file=sys.stderr
         )
         return 2
     try:
         plan = _plan(args)
     except BenchUsageError as error:
-        print(f"cuzk-tui bench: {error}", file=sys.stderr)
+        print(f"{ERROR_PREFIX}{error}", file=sys.stderr)
         return 2
     if args.config and not Path(args.config).exists():
         save_atomic(plan.config_text, args.config)
@@ -242,7 +243,7 @@ def run_bench(args: argparse.Namespace) -> int:
     finally:
         session.close()
     if isinstance(outcome, str):
-        print(f"cuzk-tui bench: {outcome}", file=sys.stderr)
+        print(f"{ERROR_PREFIX}{outcome}", file=sys.stderr)
         if args.json:
             print(
                 json.dumps(
@@ -259,5 +260,5 @@ def run_bench(args: argparse.Namespace) -> int:
         return 1
     print(json.dumps(outcome.to_json()) if args.json else format_summary(outcome))
     if outcome.error:
-        print(f"cuzk-tui bench: {outcome.error}", file=sys.stderr)
+        print(f"{ERROR_PREFIX}{outcome.error}", file=sys.stderr)
     return 0 if outcome.outcome == "completed" else 1

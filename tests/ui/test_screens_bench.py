@@ -84,6 +84,38 @@ async def test_a_refused_start_is_said_on_the_screen_until_a_start_goes_through(
         assert not error.display and len(fake.benches) == 1
 
 
+async def test_a_runners_failure_is_said_on_the_screen_in_its_words_until_a_benchmark_starts() -> None:
+    """A runner that failed after the hand-over left only a notice cut to the dashboard's width
+    (`benchmark runner finished (exit 2); relaunchi…`): its own error stays on the Bench screen, whole,
+    until a later benchmark starts."""
+    fake = FakeController()
+    fake.model.apply_all(bench_events())
+    error = "the daemon died (exited 101): panicked at engine.rs\nthread 'main' panicked: no GPU visible"
+    fake.model.apply(ev.BenchRunnerFailed(T0 + 300, 1, error))
+    app = make_app(fake)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = current_screen(app, BenchScreen)
+        await pilot.pause()
+        shown = screen.query_one("#bench-error", Static)
+        assert shown.display and shown.region.height >= 2  # both of its lines
+        lines = [strip.text for strip in app.screen._compositor.render_strips()][shown.region.y : shown.region.bottom]
+        said = " ".join(" ".join(lines).split())
+        assert said == f"benchmark failed (exit 1): {' '.join(error.split())}"
+        # A later result of the same benchmark, a start refused: the runner's failure is still there.
+        fake.model.apply(ev.Notice(T0 + 301, "info", "benchmark runner finished (exit 1); relaunching the daemon"))
+        screen.refresh_from_model()
+        assert shown.display and "no GPU visible" in str(shown.render())
+        # A start that goes through: the failure is past, and a new benchmark's start says so for good.
+        await pilot.press("ctrl+s")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert len(fake.benches) == 1 and not shown.display
+        fake.model.apply(ev.BenchStarted(T0 + 400, "b2", "porep", 10, 2, 3))
+        screen.refresh_from_model()
+        assert not shown.display and fake.model.bench_failure is None
+    assert any("benchmark failed (exit 1): the daemon died" in n.text for n in fake.model.notices)
+
+
 async def test_results_table_grows_incrementally_with_the_restart_where_it_happened() -> None:
     fake = FakeController()
     events = bench_events()

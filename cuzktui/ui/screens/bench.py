@@ -185,6 +185,8 @@ class BenchScreen(Screen[None]):
         self._shown_results = 0
         self._shown_restarts = 0
         self._bench_version = -1
+        self._refused: str | None = None  # why the last start was refused (None: it went through)
+        self._started_after: ev.BenchRunnerFailed | None = None  # the runner failure a later start followed
 
     def compose(self) -> ComposeResult:
         disabled = self.controller.read_only
@@ -217,7 +219,8 @@ class BenchScreen(Screen[None]):
                     yield Input(placeholder="32-byte hex", id=f"bench-{field}", disabled=disabled)
         # A known total from the start: an indeterminate bar animates, repainting every frame over SSH.
         yield ProgressBar(total=1, show_eta=False, id="bench-progress")
-        # Why the last start was refused, until the next start: a toast alone is gone in seconds.
+        # Why the last start was refused, or how the last runner failed, until a later start: a toast
+        # alone is gone in seconds, and a notice says it cut to the dashboard's width.
         yield Static(id="bench-error")
         yield Static("No benchmark yet: set the inputs and press ctrl+s.", id="bench-summary")
         yield WrappingTable(*COLUMNS, min_width=NOTE_MIN_WIDTH, id="bench-results", zebra_stripes=True)
@@ -285,15 +288,26 @@ class BenchScreen(Screen[None]):
             self.run_worker(self._start(request), group="bench-control")
 
     async def _start(self, request: BenchRequest) -> None:
-        error = self.query_one("#bench-error", Static)
         try:
             await self.controller.start_bench(request)
         except Exception as exc:
-            error.update(Text(f"benchmark did not start: {exc}"))
-            error.add_class("-shown")
-            self.notify(f"benchmark did not start: {exc}", title="Bench", severity="error", timeout=15)
+            self._refused = f"benchmark did not start: {exc}"
+            self.notify(self._refused, title="Bench", severity="error", timeout=15)
         else:
-            error.remove_class("-shown")
+            self._refused = None
+            self._started_after = self.controller.model.bench_failure
+        self._show_error()
+
+    def _show_error(self) -> None:
+        """Why the last start was refused, else how the last runner failed (its own words), until a
+        later start goes through."""
+        failure = self.controller.model.bench_failure
+        said = self._refused
+        if said is None and failure is not None and failure is not self._started_after:
+            said = failure.text
+        error = self.query_one("#bench-error", Static)
+        error.update(Text(said or ""))
+        error.set_class(said is not None, "-shown")
 
     def action_cancel(self) -> None:
         if not self.controller.bench_running():
@@ -314,6 +328,7 @@ class BenchScreen(Screen[None]):
         if model.bench_version == self._bench_version:
             return
         self._bench_version = model.bench_version
+        self._show_error()
         bench = model.bench
         if bench is None:
             return
