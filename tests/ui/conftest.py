@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 from textual.pilot import Pilot
@@ -35,7 +37,17 @@ async def settle(pilot: Pilot[None]) -> None:
 SettleFn = Callable[[Pilot[None]], Awaitable[None]]
 
 
-async def last_column_shown(pilot: Pilot[None], table: DataTable[object]) -> str:
+async def paused_until(pilot: Pilot[None], condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    """Let the app run until ``condition`` holds: what follows a resize (a table's refit) takes a few
+    rounds of messages, more on a loaded machine than one pause gives."""
+    deadline = time.monotonic() + timeout
+    await pilot.pause()
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await pilot.pause(0.05)
+
+
+async def last_column_shown(pilot: Pilot[None], table: DataTable[Any]) -> str:
     """The text of ``table``'s last column as the screen shows it once the table is scrolled to its right
     end: the column's lines joined, runs of spaces as one. Fails when the column is not wholly in view."""
     table.scroll_to(x=table.max_scroll_x, animate=False, immediate=True)

@@ -13,7 +13,8 @@ from cuzktui.model import SessionModel
 from cuzktui.ui.screens.bench import BenchScreen, proof_row, restart_row, summary
 from cuzktui.ui.theme import Palette
 from cuzktui.ui.widgets.panels import pipeline_content
-from tests.ui.conftest import last_column_shown
+from cuzktui.ui.widgets.tables import WrappingTable
+from tests.ui.conftest import last_column_shown, paused_until
 from tests.ui.fakes import T0, FakeController, ScreenApp, bench_events, current_screen
 
 
@@ -169,21 +170,42 @@ def oom_bench_events() -> list[ev.Event]:
 async def test_a_restarts_note_keeps_every_character_wherever_it_wraps(width: int) -> None:
     """After an OOM kill the note wrapped at a fixed 44 columns and the terminal's edge cut a character or more
     off each wrapped line (`… outside the budget was 15` / `GiB` where the evidence says 158 GiB): it wraps in
-    the room the other columns leave, and at 80 columns, with no room, it is whole to the right."""
+    the room the other columns leave. At 80 columns, with no room beside the timings, the note was read only by
+    scrolling the table sideways: it is shown whole below the table, the highlighted row's, else the last
+    row's with one, and the table keeps one line a row."""
     fake = FakeController()
     events = oom_bench_events()
     fake.model.apply_all(events)
     (restart,) = [e for e in events if isinstance(e, ev.BenchRestart)]
     note = str(restart_row(restart, Palette.from_variables({}))[-1])
+    assert "158 GiB" in note
     app = make_app(fake)
     async with app.run_test(size=(width, 40)) as pilot:
-        await pilot.pause()
-        table = current_screen(app, BenchScreen).query_one("#bench-results", DataTable)
+        screen = current_screen(app, BenchScreen)
+        table = screen.query_one("#bench-results", WrappingTable)
+        below = screen.query_one("#bench-note", Static)
+        await paused_until(pilot, lambda: table.cramped == (width < 120), "the table fitted to the width")
+
+        def shown_below() -> str:
+            lines = [strip.text for strip in app.screen._compositor.render_strips()]
+            return " ".join(" ".join(lines[below.region.y : below.region.bottom]).split())
+
         if width >= 120:
             assert table.max_scroll_x == 0, "nothing hidden to the right"
-        # At 80 columns the other columns take the width: the note is whole to the right.
-        assert " ".join(note.split()) in await last_column_shown(pilot, table)
-        assert "158 GiB" in note
+            assert not below.display
+            assert " ".join(note.split()) in await last_column_shown(pilot, table)
+            return
+        assert table.scroll_x == 0 and below.display and below.region.right <= width
+        assert shown_below() == "restart 1 · OOM KILL: " + " ".join(note.removeprefix("— ").split())
+        assert table.region.height - 1 >= table.row_count, "a row a line: every result in view"
+        table.focus()
+        table.move_cursor(row=1)  # the lost proof: its own note
+        await pilot.pause()
+        lost = str(table.get_row_at(1)[-1])
+        assert shown_below() == f"porep-1000-47112 · LOST: {' '.join(lost.split())}"
+        await pilot.resize_terminal(120, 40)
+        await paused_until(pilot, lambda: not table.cramped, "the table fitted to 120 columns")
+        assert not below.display and " ".join(note.split()) in await last_column_shown(pilot, table)
 
 
 def test_snapshot_bench(snap_compare: object) -> None:

@@ -15,7 +15,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Input, Label, ProgressBar, Select, Static
+from textual.widgets import DataTable, Input, Label, ProgressBar, Select, Static
 
 from ... import events as ev
 from ...controller import BenchRequest, Controller
@@ -122,6 +122,18 @@ def summary(bench: BenchState, now: float | None, palette: Palette) -> Text:
     return text
 
 
+def noted_row(table: DataTable[str | Text]) -> Text | None:
+    """The note of the table's highlighted row, else of its last row with one, after the row's name and
+    status (``restart 1 · OOM KILL: daemon OOM-killed …``); None when no row has a note."""
+    rows = [table.get_row_at(index) for index in range(table.row_count)]
+    highlighted = [rows[table.cursor_row]] if 0 <= table.cursor_row < len(rows) else []
+    cells = next((cells for cells in [*highlighted, *reversed(rows)] if str(cells[-1])), None)
+    if cells is None:
+        return None
+    status = cells[2] if isinstance(cells[2], Text) else Text(str(cells[2]))
+    return Text.assemble((f"{cells[1]} · ", "bold"), status, f": {str(cells[-1]).removeprefix('— ')}")
+
+
 def input_column(prefix: str, controller: Controller, disabled: bool) -> Vertical:
     """The input file field (``#PREFIX-input``) of a form that runs benchmarks: optional on the engine,
     which generates inputs, required for the real daemon."""
@@ -167,6 +179,8 @@ class BenchScreen(Screen[None]):
         #bench-error { height: auto; padding: 0 1; color: $text-error; text-style: bold; display: none; }
         #bench-error.-shown { display: block; }
         #bench-results { height: 1fr; }
+        #bench-note { height: auto; padding: 0 1; display: none; }
+        #bench-note.-shown { display: block; }
     }
     /* Narrow (header.NARROW_WIDTH: 80x24), the fields lose their borders (follow_width makes them
        compact) so the results keep rows to show, and the 32-byte hex fields get the width left. */
@@ -223,14 +237,32 @@ class BenchScreen(Screen[None]):
         # alone is gone in seconds, and a notice says it cut to the dashboard's width.
         yield Static(id="bench-error")
         yield Static("No benchmark yet: set the inputs and press ctrl+s.", id="bench-summary")
-        yield WrappingTable(*COLUMNS, min_width=NOTE_MIN_WIDTH, id="bench-results", zebra_stripes=True)
+        yield WrappingTable(
+            *COLUMNS, min_width=NOTE_MIN_WIDTH, id="bench-results", zebra_stripes=True, one_line_when_cramped=True
+        )
+        # Where the other columns leave the note no room (80 columns), a row's note is read here, whole.
+        yield Static(id="bench-note")
         yield KeysFooter()
 
     def on_resize(self, event: events.Resize) -> None:
         follow_width(self, event.size.width, compact="#bench-form Input, #bench-form Select, #bench-request Input")
 
     def on_mount(self) -> None:
+        self.watch(self.query_one("#bench-results", WrappingTable), "cramped", self._show_note)
         self.refresh_from_model()
+
+    def on_data_table_row_highlighted(self, _event: DataTable.RowHighlighted) -> None:
+        self._show_note()
+
+    def _show_note(self, _cramped: bool | None = None) -> None:
+        """Below a table that leaves the note column no room: the highlighted row's note, else the last
+        row's with one (an OOM restart's reasoning, a failure's text), so that it is read without
+        scrolling sideways."""
+        table = self.query_one("#bench-results", WrappingTable)
+        text = noted_row(table) if table.cramped else None
+        note = self.query_one("#bench-note", Static)
+        note.update(text or "")
+        note.set_class(text is not None, "-shown")
 
     # ---- actions ------------------------------------------------------------------------
 
