@@ -92,6 +92,7 @@ async def _editing_a_knob(pilot: Pilot[None]) -> None:
     await settle(pilot)
     await pilot.press("3")
     editor = pilot.app.screen.query_one("#knob-memory-total_budget Input", Input)
+    editor.cursor_blink = False  # a blinking cursor is drawn or not by when the picture is taken
     editor.focus()
     editor.value = "180GiB"
     await pilot.pause()
