@@ -10,6 +10,7 @@ from cuzktui.knobs import KNOBS
 from cuzktui.ui.app import CuzkApp
 from cuzktui.ui.modals import ConfirmModal
 from cuzktui.ui.screens.knobs import KnobField, KnobsScreen
+from tests.ui.conftest import paused_until
 from tests.ui.fakes import T0, FakeController, ScreenApp, current_screen
 
 RUNNING = {"memory.total_budget": "200GiB", "pipeline.max_parallel_synthesis": 12}
@@ -88,8 +89,9 @@ async def test_apply_confirms_then_sends_only_changed_keys() -> None:
         screen = current_screen(app, KnobsScreen)
         screen.field("pipeline.max_parallel_synthesis").query_one(Input).value = "8"
         screen.field("scheduler.sort_by_type").query_one(Switch).value = False
-        await pilot.pause()
-        assert "12 → 8" in str(screen.query_one("#knobs-diff", Static).render())
+        diff = screen.query_one("#knobs-diff", Static)
+        # The edits reach the screen as messages bubbling up from the fields: one pause was not always enough.
+        await paused_until(pilot, lambda: "12 → 8" in str(diff.render()), "the form's diff")
         await pilot.press("ctrl+s")
         assert isinstance(app.screen, ConfirmModal)
         await pilot.press("y")
