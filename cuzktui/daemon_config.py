@@ -55,7 +55,7 @@ def _typed(k: Knob, value: object) -> Any:
         return float(value)
     if isinstance(value, list):
         return list(value)
-    return value  # None for a knob without a default (engine.mem_total)
+    return value  # None for a knob without a default (the inert and deprecated ones)
 
 
 def _from_knob(name: str) -> Any:
@@ -74,9 +74,7 @@ class EngineSection:
     gpus: int = _from_knob("engine.gpus")  # emulated GPUs
     gpu_memory: int = _from_knob("engine.gpu_memory")  # nominal VRAM per emulated GPU
     cpus: int = _from_knob("engine.cpus")  # emulated host cores (0 is read as 1)
-    mem_total: int | None = _from_knob(
-        "engine.mem_total"
-    )  # emulated MemTotal for "auto"; None = /proc/meminfo ÷ memory_scale
+    mem_total: int = _from_knob("engine.mem_total")  # the emulated box's RAM: the MemTotal "auto" reads
     seed: int = _from_knob("engine.seed")
 
 

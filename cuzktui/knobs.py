@@ -471,10 +471,12 @@ KNOBS: Final[tuple[Knob, ...]] = (
         "engine",
         "mem_total",
         _T.SIZE,
-        None,
-        "pretend MemTotal for total_budget = auto",
-        "The MemTotal cuzk-engine pretends /proc/meminfo shows when total_budget is 'auto'. Unset: the real "
-        "MemTotal divided by memory_scale, which, like the daemon, ignores any cgroup limit.",
+        "256GiB",
+        "RAM of the box the engine emulates",
+        "The MemTotal of the box cuzk-engine emulates, which it reads for total_budget = 'auto' as the daemon "
+        "reads /proc/meminfo (ignoring any cgroup limit). The default is the same wherever the engine starts "
+        "(cuzk-tui --engine, bench, tune, cuzk-engine -c FILE): a 256 GiB proving box with one GPU; "
+        "cuzk-tui's --profile sets it for the box it emulates.",
         status=_ENGINE,
         units="bytes",
     ),

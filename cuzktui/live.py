@@ -190,23 +190,19 @@ class LiveOptions:
 # What a rolled-over session takes from the one it continues (the rest is its own: label, creation time).
 _CARRIED_META = frozenset({"memcheck"})
 
-# Without a profile the engine still emulates a typical proving box: "auto" budgets are then
-# read against 256 GiB, not this machine's RAM × 256 (a 6 TiB box on a 24 GiB laptop).
-DEFAULT_ENGINE_BOX_GIB = 256
 
-
-def default_config(session_dir: Path, *, engine: bool, profile_gib: int | None = None) -> str:
+def default_config(session_dir: Path) -> str:
     """A first config for a launch without one: loopback only (a private unix socket in the session,
-    written into the file so the address is on record), status endpoint on; the engine also says
-    which box it emulates. Without ``listen`` the daemon would serve on its built-in default
-    (/run/curio/cuzk.sock), which this tool leaves to a daemon someone else runs."""
-    values: dict[str, Any] = {
-        "daemon.listen": private_listen_address(session_dir),
-        "daemon.status_listen": f"127.0.0.1:{free_loopback_port()}",
-    }
-    if engine:
-        values["engine.mem_total"] = f"{profile_gib or DEFAULT_ENGINE_BOX_GIB}GiB"
-    return build_config(values)
+    written into the file so the address is on record), status endpoint on. Without ``listen`` the
+    daemon would serve on its built-in default (/run/curio/cuzk.sock), which this tool leaves to a
+    daemon someone else runs. An engine emulates the box ``[engine] mem_total`` says (its default, the
+    same wherever the engine starts, or ``--profile``'s, which :func:`with_profile` writes)."""
+    return build_config(
+        {
+            "daemon.listen": private_listen_address(session_dir),
+            "daemon.status_listen": f"127.0.0.1:{free_loopback_port()}",
+        }
+    )
 
 
 def with_profile(config_text: str, profile_gib: int) -> str:
@@ -422,7 +418,7 @@ class LiveController(LocalQueries):
                 elif problem.severity is Severity.WARNING:
                     self._notice("warning", f"{path}: {problem}")
             return doc.text()
-        text = default_config(self.session.path, engine=o.program.mode == "engine", profile_gib=o.profile_gib)
+        text = default_config(self.session.path)
         if path is not None:
             save_atomic(text, path)
         listen = read_config(text).listen_address

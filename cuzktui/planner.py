@@ -315,7 +315,6 @@ class EmulatedBox:
 def engine_box(
     config: Mapping[str, Any],
     *,
-    host_mem_total_bytes: int,
     memory_limit_bytes: int | None = None,
     cgroup_path: str | None = None,
 ) -> EmulatedBox:
@@ -325,13 +324,12 @@ def engine_box(
     typed = config_from_values(config)
     engine = typed.engine
     scale = engine.memory_scale
-    total = engine.mem_total if engine.mem_total is not None else int(nominal_bytes(host_mem_total_bytes, scale))
     cgroup = None
     if memory_limit_bytes is not None:
         limit = int(nominal_bytes(memory_limit_bytes, scale))
         cgroup = CgroupMemory(1, Path(cgroup_path or "(the engine's cgroup)"), limit, None, None)
     return EmulatedBox(
-        mem_total_bytes=total,
+        mem_total_bytes=engine.mem_total,
         cgroup=cgroup,
         cpus=engine.cpus,
         gpus=tuple(GpuDevice(i, "cuzk-engine emulated GPU", engine.gpu_memory) for i in typed.emulated_gpus),
@@ -521,7 +519,5 @@ def memcheck_for(
     listen = [str(config[k]) for k in ("daemon.listen", "daemon.status_listen") if config.get(k)]
     if not engine:
         return gather_report(listen_addresses=listen, config=config)
-    box = engine_box(
-        config, host_mem_total_bytes=host_mem_total(), memory_limit_bytes=memory_limit_bytes, cgroup_path=cgroup_path
-    )
+    box = engine_box(config, memory_limit_bytes=memory_limit_bytes, cgroup_path=cgroup_path)
     return gather_report(listen_addresses=listen, config=config, box=box)

@@ -186,19 +186,17 @@ def gather_budget_facts(
     """The budget a launched daemon runs with and the memory it lives in, in the daemon's units.
 
     "auto" reads MemTotal (cuzk-core memory.rs detect_system_memory): the host's for a real daemon;
-    for the engine ``[engine] mem_total`` (the emulated box) or the host's ÷ memory_scale, as
-    engine/state.py budget_total resolves it. The limit is the cgroup's (÷ memory_scale for the engine).
+    for the engine ``[engine] mem_total`` (the emulated box), as engine/state.py budget_total resolves
+    it. The limit is the cgroup's (÷ memory_scale for the engine).
     """
     document = ConfigDocument.parse(config_text)
-    host = host_mem_total_bytes if host_mem_total_bytes is not None else host_mem_total()
     engine = read_config(config_text).engine
     scale = engine.memory_scale if mode == "engine" else 1.0
-    if mode == "engine" and engine.mem_total is not None:
+    if mode == "engine":
         mem_total, source = engine.mem_total, "the emulated box's RAM, [engine] mem_total"
-    elif mode == "engine":
-        mem_total, source = int(host / scale), "this host's RAM ÷ memory_scale"
     else:
-        mem_total, source = host, "the host's RAM"
+        mem_total = host_mem_total_bytes if host_mem_total_bytes is not None else host_mem_total()
+        source = "the host's RAM"
     return BudgetFacts.from_config(
         total_budget=str(document.get("memory", "total_budget")),
         safety_margin=str(document.get("memory", "safety_margin")),

@@ -17,7 +17,7 @@ from cuzktui import daemon_messages as msg
 from cuzktui import proofinputs as pi
 from cuzktui.daemon_address import DAEMON_DEFAULT_LISTEN, Address, parse_address
 from cuzktui.daemon_config import DEFAULT_CONFIG_PATH, Config, DaemonConfigError, load_config
-from cuzktui.units import UnitError, parse_size
+from cuzktui.units import GiB, UnitError, parse_size
 
 from . import tracing
 from .pipeline import Engine
@@ -241,7 +241,15 @@ def main(argv: list[str] | None = None) -> None:
         listen, private = choose_listen(args, config)
         log = Logger.from_environment(args.log_level or config.log_level)
         log.info(tracing.DAEMON, msg.DAEMON_STARTING)
-        log.warn(tracing.DAEMON, "cuzk-engine: emulated daemon — no GPU, proofs are not valid")
+        box = config.engine
+        log.warn(
+            tracing.DAEMON,
+            "cuzk-engine: emulated daemon — no GPU, proofs are not valid",
+            ("box_ram_gib", box.mem_total // GiB),
+            ("gpus", len(config.emulated_gpus)),
+            ("memory_scale", box.memory_scale),
+            ("time_scale", box.time_scale),
+        )
         if private:
             log.warn(
                 tracing.DAEMON,

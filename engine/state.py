@@ -16,13 +16,11 @@ import random
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Final
 
 from cuzktui import daemon_messages as msg
 from cuzktui.daemon_config import Config
 from cuzktui.daemon_facts import DEFAULT_MAX_PARALLEL_SYNTHESIS, PARTITION_BUDGET_UNIT, KindFacts
 from cuzktui.proofinputs import InputError
-from cuzktui.units import GiB
 
 from . import inputs, timemodel, tracing
 from .jobs import Job, JobResult, Partition
@@ -34,29 +32,13 @@ from .srs import Residency
 from .timemodel import Clock, CpuPool
 from .tracing import Logger
 
-DEFAULT_MEM_TOTAL: Final = 256 * GiB  # what "auto" assumes when /proc/meminfo is unreadable
-
-
-def read_mem_total() -> int | None:
-    try:
-        with open("/proc/meminfo") as handle:
-            for line in handle:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
 
 def budget_total(config: Config) -> int:
-    """``auto`` = MemTotal − safety_margin in nominal bytes; the cgroup limit is not consulted."""
+    """``auto`` = MemTotal − safety_margin in nominal bytes, MemTotal being the emulated box's RAM
+    (``[engine] mem_total``); like the daemon's, the cgroup limit is not consulted."""
     if config.total_budget is not None:
         return config.total_budget
-    mem_total = config.engine.mem_total
-    if mem_total is None:
-        real = read_mem_total()
-        mem_total = DEFAULT_MEM_TOTAL if real is None else int(real / config.engine.memory_scale)
-    return max(0, mem_total - config.safety_margin)
+    return max(0, config.engine.mem_total - config.safety_margin)
 
 
 @dataclass(eq=False, slots=True)

@@ -144,8 +144,9 @@ def test_budget_facts_of_an_engine_are_in_the_emulated_boxs_units() -> None:
     facts = gather_budget_facts(config, "engine", 1 * GiB, host_mem_total_bytes=8 * GiB)
     assert (facts.mem_total, facts.resolved, facts.limit) == (512 * GiB, 507 * GiB, 256 * GiB)
     assert facts.mem_total_source == "the emulated box's RAM, [engine] mem_total"
-    host_read = gather_budget_facts("[engine]\nmemory_scale = 0.00390625\n", "engine", None, 8 * GiB)
-    assert host_read.mem_total == 2048 * GiB and host_read.limit == 2048 * GiB
+    # Without mem_total the engine emulates the default box, whatever this host's RAM (not 8 GiB × 256).
+    default = gather_budget_facts("[engine]\nmemory_scale = 0.00390625\n", "engine", None, 8 * GiB)
+    assert default.mem_total == 256 * GiB and default.limit == 256 * GiB
     real = gather_budget_facts('[memory]\nsafety_margin = "8GiB"\n', "real", 64 * GiB, host_mem_total_bytes=128 * GiB)
     assert (real.mem_total_source, real.resolved, real.limit) == ("the host's RAM", 120 * GiB, 64 * GiB)
 

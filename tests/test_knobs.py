@@ -66,7 +66,7 @@ EXPECTED: dict[str, tuple[Status, Any]] = {
     "engine.gpus": (Status.ENGINE_ONLY, 1),
     "engine.gpu_memory": (Status.ENGINE_ONLY, "80GiB"),
     "engine.cpus": (Status.ENGINE_ONLY, 96),
-    "engine.mem_total": (Status.ENGINE_ONLY, None),
+    "engine.mem_total": (Status.ENGINE_ONLY, "256GiB"),
     "engine.seed": (Status.ENGINE_ONLY, 0),
 }
 

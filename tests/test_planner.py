@@ -184,8 +184,8 @@ def test_mixed_porep_and_windowpost_residency_advises_eviction_min_idle() -> Non
 def test_an_engine_box_is_described_not_the_host() -> None:
     config = {"engine.mem_total": "256GiB", "engine.memory_scale": 1 / 256, "engine.gpus": 2, "engine.cpus": 96,
               "engine.gpu_memory": "80GiB"}  # fmt: skip
-    # A 1 GiB real cgroup at 1/256 is the box's 256 GiB limit; the host (here 24 GiB) does not appear.
-    box = planner.engine_box(config, host_mem_total_bytes=24 * GiB, memory_limit_bytes=GiB, cgroup_path="/cg/x")
+    # A 1 GiB real cgroup at 1/256 is the box's 256 GiB limit; the host's RAM does not appear.
+    box = planner.engine_box(config, memory_limit_bytes=GiB, cgroup_path="/cg/x")
     report = planner.gather_report(box=box, config=config)
     assert report.host_mem_total_bytes == report.effective_ram_bytes == 256 * GiB
     assert report.cgroup_limit_bytes == 256 * GiB and report.cgroup_path == "/cg/x"
@@ -193,8 +193,7 @@ def test_an_engine_box_is_described_not_the_host() -> None:
     assert "box cuzk-engine emulates" in report.machine and report.memlock_bytes is None
     assert report.recommended_budget_bytes <= 256 * GiB - 5 * GiB
     # A tiny box: the recommendation stays under its RAM.
-    small = planner.gather_report(box=planner.engine_box({**config, "engine.mem_total": "32GiB"},
-                                                         host_mem_total_bytes=24 * GiB))  # fmt: skip
+    small = planner.gather_report(box=planner.engine_box({**config, "engine.mem_total": "32GiB"}))
     assert small.recommended_budget_bytes <= 32 * GiB
     assert int(small.recommendations[0].value.removesuffix("GiB")) <= 32  # type: ignore[union-attr]
 
@@ -210,9 +209,9 @@ def test_gpus_devices_decides_the_gpus_planned_for() -> None:
 
     assert (workers({}), workers({"gpus.devices": [1]})) == (1, 2)
     # The engine emulates the listed ordinals.
-    listed = planner.engine_box({"engine.gpus": 4, "gpus.devices": [1, 3]}, host_mem_total_bytes=512 * GiB)
+    listed = planner.engine_box({"engine.gpus": 4, "gpus.devices": [1, 3]})
     assert [g.index for g in listed.gpus] == [1, 3]
-    every = planner.engine_box({"engine.gpus": 4}, host_mem_total_bytes=512 * GiB)
+    every = planner.engine_box({"engine.gpus": 4})
     assert [g.index for g in every.gpus] == [0, 1, 2, 3]
 
 
