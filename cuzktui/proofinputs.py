@@ -92,6 +92,16 @@ def porep_id(registered_proof: int) -> bytes:
     return registered_proof.to_bytes(8, "little").ljust(32, b"\0")
 
 
+# The BLS12-381 scalar field's modulus r (blstrs ``Scalar``, whose 32-byte repr is little-endian).
+BLS12_381_SCALAR_MODULUS: Final = 0x73EDA753299D7D483339D80809A1D80553BDA402FFFE5BFEFFFFFFFF00000001
+
+
+def is_scalar(value: bytes) -> bool:
+    """Whether 32 bytes are the repr of a BLS12-381 scalar, as ``from_repr_vartime`` accepts it
+    (filecoin-proofs ``as_safe_commitment``): little-endian, below the modulus."""
+    return len(value) == 32 and int.from_bytes(value, "little") < BLS12_381_SCALAR_MODULUS
+
+
 def fr_safe(raw: bytes) -> bytes:
     """32 bytes that are a valid BLS12-381 scalar (the top two bits cleared, as ``bytes_into_fr_repr_safe``)."""
     return raw[:31] + bytes([raw[31] & 0x3F])

@@ -69,6 +69,17 @@ def _array32(value: bytes, name: str) -> None:
         raise pi.InputError(f"{name} must be exactly 32 bytes, got {len(value)}")
 
 
+def _safe_commitment(request: ProofRequest, value: bytes, name: str, path: Path) -> None:
+    """filecoin-proofs ``as_safe_commitment`` (api/util.rs, a crates.io dependency outside upstream's
+    tree): 32 bytes that are no BLS12-381 scalar fail with ``Invalid commitment (<name>)``, the
+    context pipeline.rs ``parse_c1_output``, ``parse_snap_deals_input`` and ``synthesize_*`` pass on.
+    On the monolithic path filecoin-proofs' own ``seal_commit_phase2`` / ``generate_*_with_vanilla``
+    make the check, and prover.rs's context is what the job's error shows."""
+    if not pi.is_scalar(value):
+        text = MONOLITHIC_CALL[request.kind] if path is Path.MONOLITHIC else f"Invalid commitment ({name})"
+        raise pi.InputError(text)
+
+
 def _only_32g(size: int, path: Path) -> None:
     if size != pi.SECTOR_SIZE_32G:
         what = "multi-sector" if path is Path.BATCH else "pipelined"
@@ -79,6 +90,9 @@ def check_porep(request: ProofRequest, path: Path) -> Parsed:
     _, c1 = pi.parse_c1(request.vanilla_proof)
     if path is not Path.MONOLITHIC:
         _only_32g(c1.sector_size, path)
+    _safe_commitment(request, c1.comm_r, "comm_r", path)
+    _safe_commitment(request, c1.comm_d, "comm_d", path)
+    if path is not Path.MONOLITHIC:
         if c1.comm_d == bytes(32):
             raise pi.InputError("Invalid all zero commitment (comm_d)")
         if c1.comm_r == bytes(32):
@@ -94,8 +108,11 @@ def check_snap(request: ProofRequest, path: Path) -> Parsed:
         raise pi.InputError("invalid registered proof for SnapDeals")
     if path is not Path.MONOLITHIC:
         _only_32g(size, path)
-    for name in ("comm_r_old", "comm_r_new", "comm_d_new"):
+    commitments = ("comm_r_old", "comm_r_new", "comm_d_new")
+    for name in commitments:
         _array32(getattr(request, name), name)
+    for name in commitments:
+        _safe_commitment(request, getattr(request, name), name, path)
     for blob in request.vanilla_proofs:
         try:
             pi.parse_update_vanilla(blob)
@@ -127,6 +144,8 @@ def check_post(request: ProofRequest, path: Path) -> Parsed:
             if path is Path.MONOLITHIC:
                 raise pi.InputError(MONOLITHIC_CALL[request.kind]) from None
             raise pi.InputError(f"failed to deserialize {label} vanilla proof: {err}") from None
+    # synthesize_*_post: after the vanilla proofs are deserialized, before their count is looked at.
+    _safe_commitment(request, request.randomness, "randomness", path)
     if path is Path.MONOLITHIC:
         if not sectors:
             raise pi.InputError(MONOLITHIC_CALL[request.kind])

@@ -48,6 +48,16 @@ def test_all_eight_rpcs(engine_factory: Any, unix: bool) -> None:
     # Same request, same (invalid) proof bytes: deterministic from the request.
     assert stub.Prove(pb.ProveRequest(submit=winning), timeout=30).result.proof == win.proof
 
+    # Randomness that is no BLS12-381 scalar fails the job (as_safe_commitment), not the call.
+    unreduced = pb.SubmitProofRequest()
+    unreduced.CopyFrom(winning)
+    unreduced.randomness = b"\xff" * 32
+    refused = stub.Prove(pb.ProveRequest(submit=unreduced), timeout=30).result
+    assert (refused.status, refused.error_message) == (
+        pb.AwaitProofResponse.FAILED,
+        "synthesis failed: Invalid commitment (randomness)",
+    )
+
     failed = stub.Prove(pb.ProveRequest(submit=porep_request("empty", payload=b"")), timeout=30).result
     assert failed.status == pb.AwaitProofResponse.FAILED
     assert failed.error_message.startswith("C1 parse failed: ")
@@ -86,7 +96,7 @@ def test_all_eight_rpcs(engine_factory: Any, unix: bool) -> None:
     assert status.gpus[0].vram_total_bytes == 80 << 30
     assert [s.circuit_id for s in status.loaded_srs] == ["snap-32g"]  # only PreloadSRS'd circuits
     assert list(status.queues) == []
-    assert status.total_proofs_completed == 5 and status.total_proofs_failed == 1
+    assert status.total_proofs_completed == 5 and status.total_proofs_failed == 2
     assert status.pinned_memory_bytes == 0 and status.pinned_memory_limit_bytes == 0
 
     text = stub.GetMetrics(pb.GetMetricsRequest(), timeout=5).prometheus_text

@@ -122,6 +122,17 @@ def small_sector_c1() -> bytes:
     return pi.generate_c1(miner_id=1000, sector_num=1, size=0, registered_proof=5)
 
 
+MODULUS = pi.BLS12_381_SCALAR_MODULUS.to_bytes(32, "little")
+
+
+def c1_with(**fields: bytes) -> bytes:
+    """The compact sample C1 with some of its SealCommitPhase1Output's 32-byte fields replaced."""
+    c1 = pi.parse_c1_wrapper(small_c1())
+    phase1 = json.loads(base64.b64decode(c1.phase1_out))
+    phase1.update({name: list(value) for name, value in fields.items()})
+    return pi.wrap_phase1(json.dumps(phase1).encode(), c1.sector_num)
+
+
 BAD_C1 = {
     "not JSON": (b"not json", "failed to parse C1 output wrapper JSON"),
     "no Phase1Out": (b'{"SectorNum": 1, "SectorSize": 34359738368}', "failed to parse C1 output wrapper JSON"),
@@ -131,6 +142,27 @@ BAD_C1 = {
         "failed to deserialize SealCommitPhase1Output from JSON",
     ),
 }
+
+
+@pytest.mark.parametrize("name", ["comm_r", "comm_d"])
+async def test_a_c1_commitment_that_is_no_field_element_is_refused(start: Callable[..., Running], name: str) -> None:
+    """pipeline.rs parse_c1_output: as_safe_commitment after the sector size, before the all-zero checks
+    (which an all-zero commitment, a field element, still reaches)."""
+    pipeline = start()
+    result = await pipeline.prove(porep(c1_with(**{name: b"\xff" * 32})))
+    assert result.error == f"C1 parse failed: Invalid commitment ({name})"
+    assert " ERROR " in line(pipeline.log(), f"Phase 7: C1 parse/SRS load failed error=Invalid commitment ({name})\n")
+    zero = await pipeline.prove(porep(c1_with(**{name: bytes(32)}), request_id="porep-1000-2"))
+    assert zero.error == f"C1 parse failed: Invalid all zero commitment ({name})"
+    monolithic = start(pipeline=False)
+    assert (await monolithic.prove(porep(c1_with(**{name: MODULUS})))).error == "seal_commit_phase2 failed"
+
+
+async def test_randomness_just_below_the_modulus_is_a_field_element(start: Callable[..., Running]) -> None:
+    below = (pi.BLS12_381_SCALAR_MODULUS - 1).to_bytes(32, "little")
+    running = start()
+    assert (await running.prove(winning(randomness=below))).status is Status.COMPLETED
+    assert (await running.prove(snap(comm_r_new=below))).status is Status.COMPLETED
 
 
 @pytest.mark.parametrize("case", list(BAD_C1))
@@ -199,6 +231,27 @@ async def test_a_multi_sector_batch_fails_as_one_synthesis(start: Callable[..., 
             lambda: winning(vanilla_proofs=[]),
             "synthesis failed: no WinningPoSt vanilla proofs",
             "generate_winning_post_with_vanilla failed",
+        ),
+        # filecoin-proofs as_safe_commitment: 32 bytes at or above the BLS12-381 scalar modulus.
+        (
+            lambda: snap(comm_r_old=b"\xff" * 32),
+            "SnapDeals parse failed: Invalid commitment (comm_r_old)",
+            "generate_empty_sector_update_proof_with_vanilla failed",
+        ),
+        (
+            lambda: snap(comm_d_new=MODULUS),
+            "SnapDeals parse failed: Invalid commitment (comm_d_new)",
+            "generate_empty_sector_update_proof_with_vanilla failed",
+        ),
+        (
+            lambda: winning(randomness=b"\xff" * 32),
+            "synthesis failed: Invalid commitment (randomness)",
+            "generate_winning_post_with_vanilla failed",
+        ),
+        (
+            lambda: window(randomness=MODULUS),
+            "synthesis failed: Invalid commitment (randomness)",
+            "generate_single_window_post_with_vanilla failed",
         ),
         (
             lambda: window(registered_proof=99),
