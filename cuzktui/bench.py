@@ -246,24 +246,6 @@ def c1_identity_warning(payload: bytes, miner_id: int, sector_number: int) -> st
     )
 
 
-# Real copies of one request's input the engine holds while the request is in flight: gRPC's
-# received buffer, the decoded message (held until Prove returns) and the parse's decoded Phase1Out.
-PAYLOAD_COPIES: Final = 3
-
-
-def payload_allowance(requests: Sequence[pb.SubmitProofRequest], concurrency: int, memory_scale: float) -> int:
-    """Real bytes an emulated box's cgroup gets beyond its limit for the inputs in flight.
-
-    On the box the engine stands for (memory_scale < 1), ``concurrency`` 68 MB inputs cost nothing
-    that matters; the engine cannot scale bytes it receives, so without this a config that
-    completes with small inputs is OOM-killed with real-size ones, and the OOM recovery then
-    blames the budget for it. A real daemon (scale 1) gets nothing: its inputs are real."""
-    if memory_scale >= 1 or not requests:
-        return 0
-    largest = max(request.ByteSize() for request in requests)
-    return min(concurrency, len(requests)) * largest * PAYLOAD_COPIES
-
-
 def _sibling_file(input_path: Path | None, name: str) -> Path | None:
     if input_path is None:
         return None

@@ -153,20 +153,27 @@ def _u64(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 64
 
 
-def parse_c1_wrapper(data: bytes) -> C1Wrapper:
-    """serde's reading of ``C1OutputWrapper`` (unknown fields ignored, the three required)."""
+def parse_c1_wrapper(data: bytes | bytearray, start: int = 0, end: int | None = None) -> C1Wrapper:
+    """serde's reading of ``C1OutputWrapper`` (unknown fields ignored, the three required) in
+    ``data[start:end]``: a gRPC request's payload is read where the message holds it, never copied."""
     fail = InputError("failed to parse C1 output wrapper JSON")
+    end = len(data) if end is None else end
     # Curio's Go encoder writes Phase1Out as one plain base64 string: cut it out by position so
     # the small rest is parsed as JSON and the payload is never copied into a Python str.
-    key = data.find(b'"Phase1Out"')
-    start = data.find(b'"', data.find(b":", key + 11) + 1) if key >= 0 else -1
-    end = data.find(b'"', start + 1) if start >= 0 else -1
-    if start < 0 or end < 0 or data[key + 11 : start].strip() != b":" or b"\\" in data[start:end]:
+    key = data.find(b'"Phase1Out"', start, end)
+    opening = data.find(b'"', data.find(b":", key + 11, end) + 1, end) if key >= 0 else -1
+    closing = data.find(b'"', opening + 1, end) if opening >= 0 else -1
+    if (
+        opening < 0
+        or closing < 0
+        or data[key + 11 : opening].strip() != b":"
+        or data.find(b"\\", opening, closing) >= 0
+    ):
         span = None
-        text = data
+        text = data[start:end]
     else:
-        span = (start + 1, end)
-        text = data[: start + 1] + data[end:]
+        span = (opening + 1, closing)
+        text = data[start : opening + 1] + data[closing:end]
     try:
         document = json.loads(text)
     except (ValueError, UnicodeDecodeError):
@@ -201,9 +208,17 @@ def _vanilla_ok(value: object) -> bool:
 _PHASE1_HEAD: Final = b'{"registered_proof":'
 _VANILLA_KEY: Final = b',"vanilla_proofs":'
 _TAIL_KEY: Final = b',"comm_r":'
+# A C1's bulk is decoded and scanned this many bytes per call: a thread parsing a 68 MB payload
+# then lets others (an engine's event loop) run between calls, where one call over all of it
+# would hold the interpreter ~130 ms. A multiple of 4, so strict base64 decodes as in one call.
+CHUNK: Final = 1 << 20
 
 
-def _phase1_fields(raw: bytes) -> dict[str, object]:
+def _count(raw: bytes | bytearray, needle: bytes, start: int, end: int) -> int:
+    return sum(raw.count(needle, at, min(at + CHUNK, end)) for at in range(start, end, CHUNK))
+
+
+def _phase1_fields(raw: bytes | bytearray) -> dict[str, object]:
     """The top-level fields of a SealCommitPhase1Output JSON.
 
     serde_json writes the fields in declaration order with the vanilla proofs (nearly all of a
@@ -222,7 +237,7 @@ def _phase1_fields(raw: bytes) -> dict[str, object]:
             colon = raw.find(b":", vp_at)
             # Counted in place (a slice would copy the 45 MB).
             balanced = all(
-                raw.count(opening, vp_at, tail_at) == raw.count(closing, vp_at, tail_at)
+                _count(raw, opening, vp_at, tail_at) == _count(raw, closing, vp_at, tail_at)
                 for opening, closing in ((b"[", b"]"), (b"{", b"}"))
             )
             ends = raw.startswith(b"{", vp_at) and raw.startswith(b"[", colon + 1) and raw.endswith(b"]}", 0, tail_at)
@@ -236,7 +251,7 @@ def _phase1_fields(raw: bytes) -> dict[str, object]:
     return document
 
 
-def parse_phase1(raw: bytes) -> Phase1Output:
+def parse_phase1(raw: bytes | bytearray) -> Phase1Output:
     """serde's reading of ``SealCommitPhase1Output`` (the fields the daemon uses, all required)."""
     try:
         fields = _phase1_fields(raw)
@@ -252,16 +267,29 @@ def parse_phase1(raw: bytes) -> Phase1Output:
     return Phase1Output(name, comm_r, comm_d, rid, seed, ticket)
 
 
-def decode_phase1(wrapper: C1Wrapper) -> bytes:
+def decode_phase1(wrapper: C1Wrapper) -> bytearray:
+    """Phase1Out's strict base64, decoded ``CHUNK`` characters at a time (padding only at its very end)."""
+    text = wrapper.phase1_out
+    out = bytearray(len(text) // 4 * 3)
+    filled = 0
     try:
-        return binascii.a2b_base64(wrapper.phase1_out, strict_mode=True)
+        for at in range(0, len(text), CHUNK):
+            chunk = text[at : at + CHUNK]
+            if at + CHUNK < len(text) and chunk[-1] == ord("="):
+                raise binascii.Error("Excess data after padding")
+            decoded = binascii.a2b_base64(chunk, strict_mode=True)
+            out[filled : filled + len(decoded)] = decoded
+            filled += len(decoded)
     except binascii.Error:
         raise InputError("failed to decode base64 Phase1Output") from None
+    del out[filled:]
+    return out
 
 
-def parse_c1(data: bytes) -> tuple[C1Wrapper, Phase1Output]:
-    """Wrapper, base64 and SealCommitPhase1Output, failing with upstream's context at each step."""
-    wrapper = parse_c1_wrapper(data)
+def parse_c1(data: bytes | bytearray, start: int = 0, end: int | None = None) -> tuple[C1Wrapper, Phase1Output]:
+    """Wrapper, base64 and SealCommitPhase1Output of ``data[start:end]``, failing with upstream's
+    context at each step."""
+    wrapper = parse_c1_wrapper(data, start, end)
     return wrapper, parse_phase1(decode_phase1(wrapper))
 
 
@@ -339,11 +367,11 @@ def generate_c1(
 class _Reader:
     """bincode 1.x over a slice: little-endian fixed ints, u64 lengths, trailing bytes allowed."""
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes | memoryview) -> None:
         self.data = data
         self.at = 0
 
-    def take(self, n: int) -> bytes:
+    def take(self, n: int) -> bytes | memoryview:
         if self.at + n > len(self.data):
             # bincode's SliceReader::unexpected_eof: an io::Error with an empty message.
             raise InputError("io error: ")
@@ -388,7 +416,7 @@ def _write_merkle(seed: str) -> bytes:
     return struct.pack("<I", 1) + path + struct.pack("<Q", 1) + struct.pack("<Q", 1) + h + struct.pack("<Q", 0) + h + h
 
 
-def parse_post_vanilla(blob: bytes) -> tuple[int, int]:
+def parse_post_vanilla(blob: bytes | memoryview) -> tuple[int, int]:
     """A ``FallbackPoStSectorProof``: (sector id, number of sector proofs)."""
     r = _Reader(blob)
     sector_id = r.u64()
@@ -401,7 +429,7 @@ def parse_post_vanilla(blob: bytes) -> tuple[int, int]:
     return sector_id, sectors
 
 
-def parse_update_vanilla(blob: bytes) -> int:
+def parse_update_vanilla(blob: bytes | memoryview) -> int:
     """An update ``PartitionProof``: the number of challenge proofs."""
     r = _Reader(blob)
     r.take(32)  # comm_c

@@ -384,7 +384,6 @@ class Supervisor:
         on_event: EventSink | None = None,
         on_progress: Callable[[str], None] | None = None,
         memory_limit: int | None = None,
-        payload_allowance: int = 0,
         start_timeout: float = DEFAULT_START_TIMEOUT_S,
         stop_grace: float = DEFAULT_STOP_GRACE_S,
         env: Mapping[str, str] | None = None,
@@ -396,10 +395,6 @@ class Supervisor:
         self.status_url: str | None = None
         self.log_path: Path | None = session.daemon_log_path if program is not None else None
         self.memory_limit = memory_limit
-        # Real bytes added to the cgroup beyond ``memory_limit`` for proof inputs in flight: an
-        # emulated box (the engine at memory_scale) cannot scale the inputs it receives, which on
-        # the box it stands for cost nothing that matters (see cuzktui.bench.payload_allowance).
-        self.payload_allowance = payload_allowance
         self.start_timeout = start_timeout
         self.stop_grace = stop_grace
         self._on_event = on_event
@@ -478,15 +473,12 @@ class Supervisor:
             assert self.memory_limit is not None
             name = f"cuzk-tui-{self.session.path.name}-{os.getpid()}"
             try:
-                self.cgroup = MemoryCgroup.create(name, self.memory_limit + self.payload_allowance)
+                self.cgroup = MemoryCgroup.create(name, self.memory_limit)
             except CgroupError as error:
                 raise SupervisorError(
                     f"cannot run the daemon under a {self.memory_limit}-byte memory limit: {error}"
                 ) from error
-            cgroup = {"path": str(self.cgroup.path), "limit_bytes": self.memory_limit}
-            if self.payload_allowance:
-                cgroup["payload_allowance_bytes"] = self.payload_allowance
-            self.session.write_meta({"cgroup": cgroup})
+            self.session.write_meta({"cgroup": {"path": str(self.cgroup.path), "limit_bytes": self.memory_limit}})
         return self.cgroup
 
     async def start(self, config_text: str, changes: Sequence[str] = ()) -> ev.DaemonReadyObserved:
@@ -513,7 +505,12 @@ class Supervisor:
             cgroup = self._ensure_cgroup()
             cgroup_path = str(cgroup.path)
             self._oom_before = cgroup.oom_kill_count()
-            argv = [sys.executable, "-m", "cuzktui.cgexec", cgroup_path, "--", *argv]
+            if self.program.mode == "engine":
+                # Only the emulated box's memory goes into the cgroup; the engine and the proof
+                # inputs it receives stay outside, whoever sends them (engine/box.py).
+                argv = [*argv, "--box-cgroup", cgroup_path]
+            else:
+                argv = [sys.executable, "-m", "cuzktui.cgexec", cgroup_path, "--", *argv]
         env, rust_log_warning = launch_environment(self._env, launched.log_level)
         if rust_log_warning is not None:
             self._emit(ev.Notice(time.time(), "warning", rust_log_warning))
@@ -548,7 +545,6 @@ class Supervisor:
                 status_url=self.status_url,
                 cgroup_path=cgroup_path,
                 memory_limit_bytes=self.memory_limit,
-                payload_allowance_bytes=self.payload_allowance if cgroup_path is not None else 0,
                 memory_scale=launched.engine.memory_scale if self.program.mode == "engine" else None,
                 time_scale=launched.engine.time_scale if self.program.mode == "engine" else None,
             )

@@ -997,9 +997,8 @@ def format_table(trials: Sequence[Trial], price_per_hour: float | None, *, time_
     header += f"{'peak/lim':>9}{'OOM':>4}{'$/proof':>9}  knobs changed (from the starting config) / note"
     lines = [
         f"proofs/hour in {time_basis}, spread from each trial's own completions (± {SPREAD_SE:g} standard errors); "
-        "peak RSS and limit in GiB of the box (a run's limit is what the kernel enforced: the box's RAM plus the "
-        "bench's allowance for the inputs in flight); peak/lim = the share of the limit the peak took (100% = no "
-        "headroom left)",
+        "peak RSS and limit in GiB of the box (a run's limit is what the kernel enforced); peak/lim = the share of "
+        "the limit the peak took (100% = no headroom left)",
         header,
     ]
     for t in trials:
@@ -1122,12 +1121,12 @@ def read_trial_session(session: Path, memory_scale: float) -> SessionFigures:
 
 
 def _enforced_limit(session: Path, memory_scale: float) -> int | None:
-    """The limit the kernel enforced on the trial, in the box's bytes: the modelled limit plus the bench's
-    allowance for the inputs in flight (session meta ``cgroup``, written by the supervisor)."""
+    """The limit the kernel enforced on the trial, in the box's bytes (session meta ``cgroup``, written by
+    the supervisor; an engine's inputs in flight are outside its box's cgroup)."""
     cgroup = read_meta(session).get("cgroup")
     if not isinstance(cgroup, dict) or not cgroup.get("limit_bytes"):
         return None
-    return int((cgroup["limit_bytes"] + (cgroup.get("payload_allowance_bytes") or 0)) / memory_scale)
+    return int(cgroup["limit_bytes"] / memory_scale)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,10 +17,14 @@ from cuzktui import daemon_messages as msg
 from cuzktui import proofinputs as pi
 from cuzktui.daemon_address import DAEMON_DEFAULT_LISTEN, Address, parse_address
 from cuzktui.daemon_config import DEFAULT_CONFIG_PATH, Config, DaemonConfigError, load_config
+from cuzktui.daemon_facts import DAEMON_PROCESS_RSS
 from cuzktui.units import GiB, UnitError, parse_size
 
 from . import tracing
+from .box import BoxError, BoxMemory
+from .memory import real_bytes
 from .pipeline import Engine
+from .reader import InputReader
 from .server import make_server
 from .status_http import serve_status
 from .tracing import Logger, Quoted
@@ -47,6 +51,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("-c", "--config", default=DEFAULT_CONFIG_PATH, metavar="PATH", help="TOML config file")
     parser.add_argument("-l", "--listen", metavar="ADDR", help="overrides [daemon].listen")
     parser.add_argument("--log-level", metavar="FILTER", help="overrides [logging].level (EnvFilter directives)")
+    parser.add_argument(
+        "--box-cgroup",
+        metavar="DIR",
+        type=Path,
+        help="a memory cgroup (its directory) to hold the emulated box's memory: the model's allocations "
+        "and the daemon's own, scaled; the engine itself and the proof inputs it receives stay outside it",
+    )
     parser.add_argument(
         "--allow-production-socket",
         action="store_true",
@@ -181,8 +192,21 @@ def probe_tcp_bind(address: Address) -> None:
             raise Fatal("gRPC server error", "transport error", f"{err.strerror} (os error {err.errno})") from None
 
 
-async def serve(config: Config, listen: str, log: Logger) -> None:
-    engine = Engine(config, log)
+async def serve(config: Config, listen: str, log: Logger, reader: InputReader, box_cgroup: Path | None) -> None:
+    memory = None
+    if box_cgroup is not None:
+        try:
+            process = real_bytes(DAEMON_PROCESS_RSS, config.engine.memory_scale)
+            memory = await BoxMemory.start(box_cgroup, process)
+        except (BoxError, OSError) as error:
+            raise Fatal(f"failed to start the emulated box in {box_cgroup}", str(error)) from None
+        log.info(
+            tracing.DAEMON,
+            "cuzk-engine: the emulated box's memory is held in its own cgroup",
+            ("cgroup", str(box_cgroup)),
+        )
+    engine = Engine(config, log, memory)
+    engine.read_input = reader.read
     engine.start()
     server = make_server(engine)
     await bind(server, listen, log)
@@ -263,7 +287,8 @@ def main(argv: list[str] | None = None) -> None:
             log.info(tracing.DAEMON, msg.SET_GPU_THREADS, ("gpu_threads", config.gpu_threads))
         threads = config.synthesis_threads or config.engine.cpus
         log.info(tracing.DAEMON, msg.RAYON_CONFIGURED, ("rayon_threads", threads))
-        asyncio.run(serve(config, listen, log))
+        # Before the event loop and gRPC start any thread: the reader is forked (engine/reader.py).
+        asyncio.run(serve(config, listen, log, InputReader.fork(), args.box_cgroup))
     except Fatal as fatal:
         tracing.write_stderr(tracing.fatal_report(fatal.context, fatal.causes))
         sys.exit(1)

@@ -11,10 +11,17 @@ Which checks run, in which order and with which text depends on the path a reque
   ``synthesize_window_post`` / ``synthesize_snap_deals``; the engine prefixes ``synthesis failed: ``.
 * ``MONOLITHIC`` — ``pipeline.enabled = false``: prover.rs ``prove_porep_c2`` / ``prove_winning_post`` /
   ``prove_window_post`` / ``prove_snap_deals``; the bare context is the job's error.
+
+The payload is read once, when the request arrives (:func:`summarize`, on a thread: upstream parses
+on blocking threads, off its async runtime), into an :class:`InputSummary`; the path's checks
+(:func:`check`) then run on that summary where upstream parses, and the payload itself is gone.
 """
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Final
@@ -54,6 +61,89 @@ _POST_LABEL: Final = {ProofKind.WINNING_POST: "WinningPoSt", ProofKind.WINDOW_PO
 
 
 @dataclass(frozen=True, slots=True)
+class Payload:
+    """A request's input where it lies: the C1 is ``data[start:end]`` and ``blobs`` are the vanilla
+    proofs, views of the gRPC message's own bytes (never copied)."""
+
+    data: bytes | bytearray
+    start: int
+    end: int
+    blobs: tuple[memoryview, ...] = ()
+
+    @classmethod
+    def of(cls, request: ProofRequest) -> Payload:
+        """The input a request built in this process carries (tests, in-process benchmarks)."""
+        blobs = tuple(memoryview(blob) for blob in request.vanilla_proofs)
+        return cls(request.vanilla_proof, 0, len(request.vanilla_proof), blobs)
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start + sum(len(blob) for blob in self.blobs)
+
+
+@dataclass(frozen=True, slots=True)
+class InputSummary:
+    """What the engine keeps of a request's input, read once on arrival."""
+
+    digest: bytes  # the proofs are derived from it (deterministic, not valid)
+    vanilla_count: int  # vanilla proofs sent (lines report it)
+    # Why the input does not read (the innermost context: the C1's layer, or the first vanilla
+    # proof's bincode error); None when it reads.
+    failure: str | None = None
+    c1: pi.Phase1Output | None = None
+    c1_wrapper: tuple[int, int, int] = (0, 0, 0)  # SectorNum, SectorSize, Phase1Out's base64 length
+    vanilla: tuple[int, ...] = ()  # per vanilla proof read: PoSt sector proofs / SnapDeals challenges
+
+
+def _digest(request: ProofRequest, payload: Payload) -> bytes:
+    h = hashlib.sha256()
+    r = request
+    for number in (r.kind, r.registered_proof, r.sector_number, r.miner_id, r.partition_index):
+        h.update(int(number).to_bytes(8, "little"))
+    c1 = memoryview(payload.data)[payload.start : payload.end]
+    blobs: tuple[bytes | memoryview, ...] = (r.randomness, r.comm_r_old, r.comm_r_new, r.comm_d_new, c1, *payload.blobs)
+    for blob in blobs:
+        h.update(len(blob).to_bytes(8, "little"))
+        h.update(blob)  # hashlib lets other threads run while it hashes a large buffer
+    return h.digest()
+
+
+def summarize(request: ProofRequest, payload: Payload) -> InputSummary:
+    """Reads the payload as the daemon's parse would, whatever the path (a blocking call: run it on
+    a thread); :func:`check` applies the path's rules to what it found."""
+    digest = _digest(request, payload)
+    count = len(payload.blobs)
+    if request.kind is ProofKind.POREP_SEAL_COMMIT:
+        try:
+            wrapper, c1 = pi.parse_c1(payload.data, payload.start, payload.end)
+        except pi.InputError as err:
+            return InputSummary(digest, count, str(err))
+        facts = (wrapper.sector_num, wrapper.sector_size, len(wrapper.phase1_out))
+        return InputSummary(digest, count, c1=c1, c1_wrapper=facts)
+    read = pi.parse_update_vanilla if request.kind is ProofKind.SNAP_DEALS_UPDATE else _post_sectors
+    values: list[int] = []
+    for blob in payload.blobs:
+        try:
+            values.append(read(blob))
+        except pi.InputError as err:
+            return InputSummary(digest, count, str(err), vanilla=tuple(values))
+    return InputSummary(digest, count, vanilla=tuple(values))
+
+
+def _post_sectors(blob: memoryview) -> int:
+    return pi.parse_post_vanilla(blob)[1]
+
+
+Reading = Callable[[ProofRequest, Payload], Awaitable[InputSummary]]
+
+
+async def read_on_a_thread(request: ProofRequest, payload: Payload) -> InputSummary:
+    """:func:`summarize` on a thread of this process: an in-process engine's way (the daemon's is
+    its reader process, :mod:`engine.reader`)."""
+    return await asyncio.to_thread(summarize, request, payload)
+
+
+@dataclass(frozen=True, slots=True)
 class Parsed:
     """What the engine keeps of an input once parsed (the payload itself is dropped)."""
 
@@ -86,8 +176,11 @@ def _only_32g(size: int, path: Path) -> None:
         raise pi.InputError(f"{what} synthesis currently supports only 32 GiB sectors, got {size} bytes")
 
 
-def check_porep(request: ProofRequest, path: Path) -> Parsed:
-    _, c1 = pi.parse_c1(request.vanilla_proof)
+def check_porep(request: ProofRequest, summary: InputSummary, path: Path) -> Parsed:
+    if summary.failure is not None:
+        raise pi.InputError(summary.failure)
+    c1 = summary.c1
+    assert c1 is not None
     if path is not Path.MONOLITHIC:
         _only_32g(c1.sector_size, path)
     _safe_commitment(request, c1.comm_r, "comm_r", path)
@@ -102,7 +195,7 @@ def check_porep(request: ProofRequest, path: Path) -> Parsed:
     return Parsed(c1=c1)
 
 
-def check_snap(request: ProofRequest, path: Path) -> Parsed:
+def check_snap(request: ProofRequest, summary: InputSummary, path: Path) -> Parsed:
     size = pi.UPDATE_PROOF_SIZES.get(request.registered_proof)
     if size is None:
         raise pi.InputError("invalid registered proof for SnapDeals")
@@ -113,14 +206,11 @@ def check_snap(request: ProofRequest, path: Path) -> Parsed:
         _array32(getattr(request, name), name)
     for name in commitments:
         _safe_commitment(request, getattr(request, name), name, path)
-    for blob in request.vanilla_proofs:
-        try:
-            pi.parse_update_vanilla(blob)
-        except pi.InputError as err:
-            if path is Path.MONOLITHIC:
-                raise pi.InputError(MONOLITHIC_CALL[request.kind]) from None
-            raise pi.InputError(f"failed to deserialize SnapDeals partition proof: {err}") from None
-    have = len(request.vanilla_proofs)
+    if summary.failure is not None:
+        if path is Path.MONOLITHIC:
+            raise pi.InputError(MONOLITHIC_CALL[request.kind])
+        raise pi.InputError(f"failed to deserialize SnapDeals partition proof: {summary.failure}")
+    have = summary.vanilla_count
     if have < pi.SNAP_PARTITIONS:
         if path is Path.MONOLITHIC:
             raise pi.InputError(MONOLITHIC_CALL[request.kind])
@@ -131,19 +221,16 @@ def check_snap(request: ProofRequest, path: Path) -> Parsed:
     return Parsed()
 
 
-def check_post(request: ProofRequest, path: Path) -> Parsed:
+def check_post(request: ProofRequest, summary: InputSummary, path: Path) -> Parsed:
     label = _POST_LABEL[request.kind]
     if request.registered_proof not in pi.POST_PROOF_SIZES:
         raise pi.InputError(f"invalid registered proof for {label}")
     _array32(request.randomness, "randomness")
-    sectors: list[int] = []
-    for blob in request.vanilla_proofs:
-        try:
-            sectors.append(pi.parse_post_vanilla(blob)[1])
-        except pi.InputError as err:
-            if path is Path.MONOLITHIC:
-                raise pi.InputError(MONOLITHIC_CALL[request.kind]) from None
-            raise pi.InputError(f"failed to deserialize {label} vanilla proof: {err}") from None
+    if summary.failure is not None:
+        if path is Path.MONOLITHIC:
+            raise pi.InputError(MONOLITHIC_CALL[request.kind])
+        raise pi.InputError(f"failed to deserialize {label} vanilla proof: {summary.failure}")
+    sectors = summary.vanilla
     # synthesize_*_post: after the vanilla proofs are deserialized, before their count is looked at.
     _safe_commitment(request, request.randomness, "randomness", path)
     if path is Path.MONOLITHIC:
@@ -162,13 +249,14 @@ def check_post(request: ProofRequest, path: Path) -> Parsed:
     return Parsed()
 
 
-def check(request: ProofRequest, path: Path) -> Parsed:
-    """Parses ``request``'s input as the daemon would on ``path``; raises InputError(context)."""
+def check(request: ProofRequest, summary: InputSummary, path: Path) -> Parsed:
+    """Checks ``request``'s input (read into ``summary``) as the daemon would on ``path``; raises
+    InputError(context)."""
     if request.kind is ProofKind.POREP_SEAL_COMMIT:
-        return check_porep(request, path)
+        return check_porep(request, summary, path)
     if request.kind is ProofKind.SNAP_DEALS_UPDATE:
-        return check_snap(request, path)
-    return check_post(request, path)
+        return check_snap(request, summary, path)
+    return check_post(request, summary, path)
 
 
 def self_check_passes(c1: pi.Phase1Output, request: ProofRequest) -> bool:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from cuzktui.daemon_facts import KINDS, KindFacts, ProofKind
 
 if TYPE_CHECKING:
-    from .inputs import Parsed
+    from .inputs import InputSummary, Parsed
 
 # Priority names as the daemon's Debug prints them; 0 = the kind's default, ≥5 = Normal.
 PRIORITY_NAMES = {1: "Low", 2: "Normal", 3: "High", 4: "Critical"}
@@ -45,19 +45,6 @@ class ProofRequest:
         if self.priority == 0:
             return DEFAULT_PRIORITY[self.kind]
         return self.priority if self.priority in PRIORITY_NAMES else 2
-
-    def digest(self) -> bytes:
-        """Identifies the request's content; proofs are derived from it (deterministic, not valid)."""
-        h = hashlib.sha256()
-        for number in (self.kind, self.registered_proof, self.sector_number, self.miner_id, self.partition_index):
-            h.update(int(number).to_bytes(8, "little"))
-        for blob in (self.randomness, self.comm_r_old, self.comm_r_new, self.comm_d_new, self.vanilla_proof):
-            h.update(len(blob).to_bytes(8, "little"))
-            h.update(blob)
-        for blob in self.vanilla_proofs:
-            h.update(len(blob).to_bytes(8, "little"))
-            h.update(blob)
-        return h.digest()
 
 
 def partition_proof(digest: bytes, partition: int) -> bytes:
@@ -116,7 +103,11 @@ class Job:
     # Partition proofs the parsed input holds (None: all the circuit needs); a partition beyond
     # them fails its synthesis as upstream's does.
     vanilla_partitions: int | None = None
-    parsed: Parsed | None = None  # what is kept of the input once parsed (the payload is dropped)
+    # The input read on arrival, off the event loop (the payload is dropped then); ``input`` once awaited.
+    reading: asyncio.Future[InputSummary] | None = None
+    input_size: int = 0  # bytes of the payload (the modelled parse takes longer for more)
+    input: InputSummary | None = None
+    parsed: Parsed | None = None  # the input as checked on the job's path
 
     @property
     def facts(self) -> KindFacts:

@@ -41,10 +41,10 @@ class LegacyWorkers(Completion):
             )
             self.log.info(tracing.ENGINE, msg.PROCESSING_MONOLITHIC, span=(span,))
             worker.job, worker.kind = job, job.facts.display
-            prover = prover_lines(job.request, job.job_id)  # read from the payload, which the parse drops
             error = await self._parse(job, inputs.Path.MONOLITHIC)
             prove_ms = 0
             if error is None:
+                prover = prover_lines(job)
                 started = time.monotonic()
                 facts = job.facts
                 for message, fields in prover.before:

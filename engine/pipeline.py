@@ -29,6 +29,7 @@ from typing import Final
 from cuzktui import daemon_messages as msg
 
 from . import tracing
+from .inputs import Payload
 from .jobs import PRIORITY_NAMES, Job, JobResult, ProofRequest
 from .legacy import LegacyWorkers
 from .synthesis import SynthesisStage
@@ -123,22 +124,24 @@ class Engine(SynthesisStage, LegacyWorkers):
             task.cancel()
         await asyncio.gather(*self._tasks, *self._background, *self.residency.extractions, return_exceptions=True)
 
-    def submit(self, request: ProofRequest) -> tuple[Job, int]:
+    def submit(self, request: ProofRequest, payload: Payload | None = None) -> tuple[Job, int]:
         """SubmitProof (engine.rs ``Engine::submit``): registers a waiter nobody listens to (its
         receiver is dropped at once: the id becomes known to AwaitProof) and enqueues a new job,
-        even when the same id is already in flight. Returns the job and its queue position."""
+        even when the same id is already in flight. Returns the job and its queue position.
+
+        ``payload``: where the input lies (a gRPC message's bytes); None: the request's own fields."""
         job_id = request.request_id or str(uuid.uuid4())
         self.waiters.setdefault(job_id, []).append(asyncio.get_running_loop().create_future())
-        return self._enqueue(request, job_id)
+        return self._enqueue(request, job_id, payload)
 
-    def prove(self, request: ProofRequest) -> asyncio.Future[JobResult]:
+    def prove(self, request: ProofRequest, payload: Payload | None = None) -> asyncio.Future[JobResult]:
         """Prove (engine.rs ``Engine::prove``): this caller's own waiter, then a new job under the
         id. A second Prove with an id in flight proves it again; the first completion answers every
         waiter of the id, later ones find none (upstream's behaviour for Curio's retries)."""
         job_id = request.request_id or str(uuid.uuid4())
         waiter: asyncio.Future[JobResult] = asyncio.get_running_loop().create_future()
         self.waiters.setdefault(job_id, []).append(waiter)
-        self._enqueue(request, job_id)
+        self._enqueue(request, job_id, payload)
         return waiter
 
     def await_result(self, job_id: str) -> JobResult | asyncio.Future[JobResult] | None:
@@ -154,9 +157,10 @@ class Engine(SynthesisStage, LegacyWorkers):
         waiters.append(waiter)
         return waiter
 
-    def _enqueue(self, request: ProofRequest, job_id: str) -> tuple[Job, int]:
+    def _enqueue(self, request: ProofRequest, job_id: str, payload: Payload | None) -> tuple[Job, int]:
         future: asyncio.Future[JobResult] = asyncio.get_running_loop().create_future()
         job = Job(request, job_id, next(self._arrivals), future)
+        self._read_input(job, payload if payload is not None else Payload.of(request))
         priority = request.effective_priority()
         # scheduler.rs Scheduler::submit: the position is the queue's length, whatever the priority.
         position = len(self.scheduler)

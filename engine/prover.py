@@ -2,22 +2,19 @@
 ``prove_winning_post``, ``prove_window_post``, ``prove_snap_deals``), which the monolithic GPU
 workers of ``pipeline.enabled = false`` run inside their ``monolithic_worker`` span.
 
-Only what the lines need is read from the request; validating the input is engine/inputs' job
-and happens before these lines are written.
+What the lines say of the input comes from what engine/inputs read of it on arrival; they are
+written only for an input that parsed.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import re
 from dataclasses import dataclass
 from typing import Final
 
 from cuzktui import daemon_messages as msg
 from cuzktui.daemon_facts import ProofKind
 
-from .jobs import Job, ProofRequest
+from .jobs import Job
 from .srs import CONSTRAINTS
 from .tracing import Fields, Quoted, Span
 
@@ -47,13 +44,6 @@ UPDATE_PROOFS: Final = {
     3: "StackedDrg32GiBV1",
     4: "StackedDrg64GiBV1",
 }
-_WRAPPER_NUMBER: Final = {
-    "sector_num": re.compile(rb'"SectorNum"\s*:\s*(\d+)'),
-    "sector_size": re.compile(rb'"SectorSize"\s*:\s*(\d+)'),
-}
-_PHASE1_OUT: Final = re.compile(rb'"Phase1Out"\s*:\s*"([^"]*)"')
-_REGISTERED: Final = re.compile(rb'"registered_proof"\s*:\s*"(\w+)"')
-_B64_PEEK: Final = 4096  # base64 characters decoded at each end of Phase1Out to find registered_proof
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,40 +59,27 @@ class ProverLines:
         return (("prove_ms", prove_ms), ("total_ms", prove_ms))
 
 
-def _registered_seal_proof(phase1_out: bytes) -> str:
-    """The C1's ``registered_proof`` name, read from the decoded ends of its base64 (no full decode)."""
-    usable = len(phase1_out) - len(phase1_out) % 4
-    for chunk in (phase1_out[: min(_B64_PEEK, usable)], phase1_out[usable - min(_B64_PEEK, usable) : usable]):
-        try:
-            match = _REGISTERED.search(base64.b64decode(chunk))
-        except (binascii.Error, ValueError):
-            continue
-        if match:
-            return match.group(1).decode()
-    return "StackedDrg32GiBV1_1"
+def prover_lines(job: Job) -> ProverLines:
+    """The lines of a job whose input parsed (``job.input``)."""
+    request, summary = job.request, job.input
+    assert summary is not None
 
-
-def prover_lines(request: ProofRequest, job_id: str) -> ProverLines:
     def span(name: str) -> Span:
-        return Span(name, (("job_id", Quoted(job_id)),))  # `job_id = job_id` of a &str: Debug-quoted
+        return Span(name, (("job_id", Quoted(job.job_id)),))  # `job_id = job_id` of a &str: Debug-quoted
 
     kind = request.kind
+    vanilla = summary.vanilla_count
     if kind is ProofKind.POREP_SEAL_COMMIT:
-        raw = request.vanilla_proof
-        numbers = {name: pattern.search(raw) for name, pattern in _WRAPPER_NUMBER.items()}
-        phase1 = _PHASE1_OUT.search(raw)
-        b64 = phase1.group(1) if phase1 else b""
+        assert summary.c1 is not None
+        sector_num, sector_size, b64_len = summary.c1_wrapper
         return ProverLines(
             span("prove_porep_c2"),
             (
                 (
                     msg.PARSED_C1_WRAPPER,
-                    (
-                        *((name, int(m.group(1)) if m else 0) for name, m in numbers.items()),
-                        ("phase1_out_b64_len", len(b64)),
-                    ),
+                    (("sector_num", sector_num), ("sector_size", sector_size), ("phase1_out_b64_len", b64_len)),
                 ),
-                (msg.DESERIALIZED_C1, (("registered_proof", _registered_seal_proof(b64)), ("deser_ms", 0))),
+                (msg.DESERIALIZED_C1, (("registered_proof", summary.c1.registered_proof), ("deser_ms", 0))),
                 (
                     msg.CALLING_SEAL_COMMIT_PHASE2,
                     (("sector_id", request.sector_number), ("miner_id", request.miner_id)),
@@ -119,7 +96,7 @@ def prover_lines(request: ProofRequest, job_id: str) -> ProverLines:
                     msg.PROVING_SNAP_DEALS,
                     (
                         ("proof_type", UPDATE_PROOFS.get(request.registered_proof, "StackedDrg32GiBV1")),
-                        ("num_partition_proofs", len(request.vanilla_proofs)),
+                        ("num_partition_proofs", vanilla),
                     ),
                 ),
             ),
@@ -133,7 +110,7 @@ def prover_lines(request: ProofRequest, job_id: str) -> ProverLines:
             (
                 (
                     msg.PROVING_WINNING_POST,
-                    (proof_type, ("miner_id", request.miner_id), ("num_vanilla_proofs", len(request.vanilla_proofs))),
+                    (proof_type, ("miner_id", request.miner_id), ("num_vanilla_proofs", vanilla)),
                 ),
             ),
             msg.WINNING_POST_PROOF_COMPLETED,
@@ -148,7 +125,7 @@ def prover_lines(request: ProofRequest, job_id: str) -> ProverLines:
                     proof_type,
                     ("miner_id", request.miner_id),
                     ("partition_index", request.partition_index),
-                    ("num_vanilla_proofs", len(request.vanilla_proofs)),
+                    ("num_vanilla_proofs", vanilla),
                 ),
             ),
         ),
@@ -168,7 +145,10 @@ class SynthesisLines:
 
 
 def mono_synthesis_lines(batch: list[Job], circuits: int) -> SynthesisLines:
+    """The lines of a batch whose inputs parsed."""
     first = batch[0].request
+    assert batch[0].input is not None
+    vanilla = batch[0].input.vanilla_count
     job_id = ("job_id", Quoted(batch[0].job_id))
     kind = first.kind
     constraints = ("num_constraints", CONSTRAINTS[kind])
@@ -184,7 +164,7 @@ def mono_synthesis_lines(batch: list[Job], circuits: int) -> SynthesisLines:
         return SynthesisLines(
             Span("synthesize_snap_deals", (job_id,)),
             (
-                (msg.SNAP_BUILDING, (("num_partitions", circuits), ("num_vanilla_proofs", len(first.vanilla_proofs)))),
+                (msg.SNAP_BUILDING, (("num_partitions", circuits), ("num_vanilla_proofs", vanilla))),
                 (msg.SNAP_SYNTHESIZING, (("num_circuits", circuits),)),
             ),
             msg.SNAP_COMPLETE,
@@ -194,7 +174,7 @@ def mono_synthesis_lines(batch: list[Job], circuits: int) -> SynthesisLines:
         return SynthesisLines(
             Span("synthesize_winning_post", (job_id,)),
             (
-                (msg.WINNING_BUILDING, (("num_sectors", len(first.vanilla_proofs)),)),
+                (msg.WINNING_BUILDING, (("num_sectors", vanilla),)),
                 (msg.WINNING_SYNTHESIZING, (("num_circuits", circuits),)),
             ),
             msg.WINNING_COMPLETE,
@@ -203,7 +183,7 @@ def mono_synthesis_lines(batch: list[Job], circuits: int) -> SynthesisLines:
     return SynthesisLines(
         Span("synthesize_window_post", (job_id, ("partition", first.partition_index))),
         (
-            (msg.WINDOW_BUILDING, (("num_sectors", len(first.vanilla_proofs)), ("partition", first.partition_index))),
+            (msg.WINDOW_BUILDING, (("num_sectors", vanilla), ("partition", first.partition_index))),
             (msg.WINDOW_SYNTHESIZING, ()),
         ),
         msg.WINDOW_COMPLETE,

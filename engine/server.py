@@ -11,13 +11,13 @@ import grpc
 from cuzktui import daemon_messages as msg
 from cuzktui.daemon_facts import ProofKind
 from cuzktui.proto import proving_pb2 as pb
-from cuzktui.proto import proving_pb2_grpc
 
 from . import tracing
 from .jobs import JobResult, ProofRequest, Status
 from .pipeline import Engine
 from .srs import UnknownCircuit
 from .views import metrics_text
+from .wire import WireRequest, read_prove, read_submit
 
 T = TypeVar("T")
 MESSAGE_LIMIT: Final = 128 * 1024 * 1024
@@ -32,14 +32,13 @@ GRPC_OPTIONS: Final = [
 
 
 def _request(msg: pb.SubmitProofRequest) -> ProofRequest:
+    """The request's fields; its payload is handed on where it lies (:mod:`engine.wire`)."""
     return ProofRequest(
         request_id=msg.request_id,
         kind=ProofKind(msg.proof_kind),
         priority=int(msg.priority),
         registered_proof=msg.registered_proof,
         sector_size=msg.sector_size,
-        vanilla_proof=msg.vanilla_proof,
-        vanilla_proofs=list(msg.vanilla_proofs),
         sector_number=msg.sector_number,
         miner_id=msg.miner_id,
         randomness=msg.randomness,
@@ -65,13 +64,14 @@ def _response(job_id: str, result: JobResult) -> pb.AwaitProofResponse:
     )
 
 
-class ProvingService(proving_pb2_grpc.ProvingEngineServicer):
+class ProvingService:
+    """The eight RPCs (service.rs ``ProvingService``)."""
+
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.log = engine.log
 
-    async def _check_submit(self, msg: pb.SubmitProofRequest, context: Any) -> None:
-        size = msg.ByteSize()
+    async def _check_submit(self, size: int, msg: pb.SubmitProofRequest, context: Any) -> None:
         if size > MESSAGE_LIMIT:
             await context.abort(
                 grpc.StatusCode.OUT_OF_RANGE,
@@ -80,13 +80,14 @@ class ProvingService(proving_pb2_grpc.ProvingEngineServicer):
         if int(msg.proof_kind) not in {int(k) for k in ProofKind}:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"invalid proof_kind: {int(msg.proof_kind)}")
 
-    def _log_arrival(self, rpc: str, msg: pb.SubmitProofRequest) -> None:
+    def _log_arrival(self, rpc: str, wire: WireRequest) -> None:
+        msg, payload = wire.message, wire.payload
         self.log.info(
             tracing.SERVICE,
             rpc,
             ("request_id", msg.request_id),
             ("proof_kind", int(msg.proof_kind)),
-            ("input_size", len(msg.vanilla_proof)),
+            ("input_size", payload.end - payload.start),
         )
 
     async def _within_deadline(self, pending: Awaitable[T], context: Any) -> T:
@@ -100,11 +101,17 @@ class ProvingService(proving_pb2_grpc.ProvingEngineServicer):
             await context.abort(grpc.StatusCode.CANCELLED, msg.TIMEOUT_EXPIRED)
             raise AssertionError("abort returns only by raising") from None
 
-    async def SubmitProof(self, request: pb.SubmitProofRequest, context: Any) -> pb.SubmitProofResponse:
-        self._log_arrival(msg.RPC_SUBMIT, request)
-        await self._check_submit(request, context)
-        job, position = self.engine.submit(_request(request))
-        return pb.SubmitProofResponse(job_id=job.job_id, queue_position=position, assigned_gpu="")
+    async def SubmitProof(self, request: bytes, context: Any) -> pb.SubmitProofResponse:
+        """``request``: the message's bytes (:mod:`engine.wire`), which grpcio holds until this returns."""
+        self.engine.inputs_held.hold()
+        try:
+            wire = read_submit(request)
+            self._log_arrival(msg.RPC_SUBMIT, wire)
+            await self._check_submit(len(request), wire.message, context)
+            job, position = self.engine.submit(_request(wire.message), wire.payload)
+            return pb.SubmitProofResponse(job_id=job.job_id, queue_position=position, assigned_gpu="")
+        finally:
+            self.engine.inputs_held.release()
 
     async def AwaitProof(self, request: pb.AwaitProofRequest, context: Any) -> pb.AwaitProofResponse:
         self.log.info(tracing.SERVICE, msg.RPC_AWAIT, ("job_id", request.job_id))
@@ -115,15 +122,23 @@ class ProvingService(proving_pb2_grpc.ProvingEngineServicer):
         result = found if isinstance(found, JobResult) else await self._within_deadline(found, context)
         return _response(request.job_id, result)
 
-    async def Prove(self, request: pb.ProveRequest, context: Any) -> pb.ProveResponse:
-        if not request.HasField("submit"):
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "missing submit field")
-        submit = request.submit
-        self._log_arrival(msg.RPC_PROVE, submit)
-        await self._check_submit(submit, context)
-        result = await self._within_deadline(self.engine.prove(_request(submit)), context)
+    async def Prove(self, request: bytes, context: Any) -> pb.ProveResponse:
+        """``request``: the message's bytes (:mod:`engine.wire`), which grpcio holds until this returns."""
+        self.engine.inputs_held.hold()
+        try:
+            wire = read_prove(request)
+            if wire is None:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "missing submit field")
+                raise AssertionError("abort returns only by raising")
+            self._log_arrival(msg.RPC_PROVE, wire)
+            await self._check_submit(len(request), wire.message, context)
+            request_id = wire.message.request_id
+            waiter = self.engine.prove(_request(wire.message), wire.payload)
+        finally:
+            self.engine.inputs_held.release()
+        result = await self._within_deadline(waiter, context)
         # Prove echoes the request id, so a generated UUID is not returned (docs/daemon-interface.md §1.5).
-        return pb.ProveResponse(result=_response(submit.request_id, result))
+        return pb.ProveResponse(result=_response(request_id, result))
 
     async def CancelProof(self, request: pb.CancelProofRequest, context: Any) -> pb.CancelProofResponse:
         self.log.warn(tracing.SERVICE, msg.CANCEL_NOT_IMPLEMENTED, ("job_id", request.job_id))
@@ -187,7 +202,29 @@ class ProvingService(proving_pb2_grpc.ProvingEngineServicer):
         return pb.EvictSrsResponse(was_loaded=False, freed_bytes=0)
 
 
+def _message(descriptor: Any) -> Any:
+    return getattr(pb, descriptor.name)
+
+
+# The RPCs whose requests carry proof inputs: their handlers take the message's bytes (engine/wire.py).
+RAW_REQUESTS: Final = frozenset({"SubmitProof", "Prove"})
+
+
 def make_server(engine: Engine) -> Any:
+    """The gRPC server with the service's handlers (those of :data:`RAW_REQUESTS` taking bytes)."""
     server = grpc.aio.server(options=GRPC_OPTIONS)
-    proving_pb2_grpc.add_ProvingEngineServicer_to_server(ProvingService(engine), server)
+    service = ProvingService(engine)
+    descriptor = pb.DESCRIPTOR.services_by_name["ProvingEngine"]
+    handlers = {
+        method.name: grpc.unary_unary_rpc_method_handler(
+            getattr(service, method.name),
+            request_deserializer=None
+            if method.name in RAW_REQUESTS
+            else getattr(pb, method.input_type.name).FromString,
+            response_serializer=getattr(pb, method.output_type.name).SerializeToString,
+        )
+        for method in descriptor.methods
+    }
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(descriptor.full_name, handlers),))
+    server.add_registered_method_handlers(descriptor.full_name, handlers)
     return server

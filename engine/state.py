@@ -19,12 +19,17 @@ from dataclasses import dataclass, field
 
 from cuzktui import daemon_messages as msg
 from cuzktui.daemon_config import Config
-from cuzktui.daemon_facts import DEFAULT_MAX_PARALLEL_SYNTHESIS, PARTITION_BUDGET_UNIT, KindFacts
+from cuzktui.daemon_facts import (
+    DAEMON_PROCESS_RSS,
+    DEFAULT_MAX_PARALLEL_SYNTHESIS,
+    PARTITION_BUDGET_UNIT,
+    KindFacts,
+)
 from cuzktui.proofinputs import InputError
 
 from . import inputs, timemodel, tracing
 from .jobs import Job, JobResult, Partition
-from .memory import Arena, Block, Budget, Reservation, gib
+from .memory import Arena, Block, Budget, InputsHeld, Memory, Reservation, gib
 from .pacer import Pacer
 from .pinned import PinnedBuffer, PinnedPool
 from .queues import ClosableQueue
@@ -106,7 +111,9 @@ class EngineState:
     """What every stage reads and writes: built once from the config (engine.rs ``Engine::new`` and
     ``start``), with the helpers both proving paths use."""
 
-    def __init__(self, config: Config, log: Logger) -> None:
+    def __init__(self, config: Config, log: Logger, memory: Memory | None = None) -> None:
+        """``memory``: where the model's real memory is mapped (the box process of ``--box-cgroup``,
+        engine/box.py); None: this process."""
         self.config = config
         self.log = log
         self.created = time.monotonic()
@@ -115,7 +122,10 @@ class EngineState:
         for message in config.deprecated_present:
             log.warn(tracing.CONFIG, message)
         self.budget = Budget(budget_total(config), log)
-        self.arena = Arena(config.engine.memory_scale)
+        self.arena = Arena(config.engine.memory_scale, memory)
+        self.inputs_held = InputsHeld()
+        # Where payloads are read: the daemon sets its reader process (engine/reader.py).
+        self.read_input: inputs.Reading = inputs.read_on_a_thread
         threads = config.synthesis_threads or config.engine.cpus
         self.pool = CpuPool(min(threads, config.engine.cpus), self.clock)
         self.residency = Residency(
@@ -163,6 +173,11 @@ class EngineState:
         self._hinted: set[str] = set()
         self.stopping = False
 
+    @property
+    def box_rss(self) -> int:
+        """The emulated box's RSS in its bytes: the daemon's own process and the model's allocations."""
+        return DAEMON_PROCESS_RSS + self.arena.nominal_in_use
+
     async def _evict(self, needed: int) -> int:
         """The budget's evictor: idle pinned buffers first, then idle SRS/PCE (docs/daemon-interface.md §6.5)."""
         freed = self.pinned.shrink(needed)
@@ -184,23 +199,36 @@ class EngineState:
         display = job.facts.display
         self.log.info(tracing.SCHEDULER, msg.JOB_DEQUEUED, ("job_id", job.job_id), ("proof_kind", display))
 
-    async def _parse(self, job: Job, path: inputs.Path) -> InputError | None:
-        """Parses the input as the daemon does on ``path`` (:mod:`engine.inputs`); returns the
-        failure (upstream's context text) or None. The payload is dropped once parsed: like upstream,
-        which keeps only a finished job's status, the engine keeps only what the self-check needs."""
+    def _read_input(self, job: Job, payload: inputs.Payload) -> None:
+        """Reads the payload now, on a thread (upstream parses on blocking threads: the event loop,
+        and GetStatus with it, never waits for a 68 MB C1), into what :meth:`_parse` checks later;
+        the request keeps none of it. Only the summary stays, like upstream's finished status."""
         request = job.request
-        size = len(request.vanilla_proof) + sum(len(p) for p in request.vanilla_proofs)
-        await self.clock.sleep(timemodel.C1_PARSE_S * min(1.0, size / 51e6))
-        job.digest = await asyncio.to_thread(request.digest)
+        request.vanilla_proof, request.vanilla_proofs = b"", []
+        job.input_size = payload.size
+        self.inputs_held.hold()
+
+        async def read() -> inputs.InputSummary:
+            try:
+                return await self.read_input(request, payload)
+            finally:
+                self.inputs_held.release()
+
+        job.reading = asyncio.ensure_future(read())
+
+    async def _parse(self, job: Job, path: inputs.Path) -> InputError | None:
+        """Parses the input as the daemon does on ``path`` (:mod:`engine.inputs`), taking the parse's
+        modelled time; returns the failure (upstream's context text) or None."""
+        assert job.reading is not None
+        parse_s = timemodel.C1_PARSE_S * min(1.0, job.input_size / 51e6)
+        summary, _ = await asyncio.gather(job.reading, self.clock.sleep(parse_s))
+        job.input, job.digest = summary, summary.digest
         try:
-            job.parsed = await asyncio.to_thread(inputs.check, request, path)
-            if job.parsed.vanilla_partitions is not None:
-                job.vanilla_partitions = job.parsed.vanilla_partitions
+            job.parsed = inputs.check(job.request, summary, path)
         except InputError as err:
             return err
-        finally:
-            # The count stays (lines report it), the bytes go.
-            request.vanilla_proof, request.vanilla_proofs = b"", [b""] * len(request.vanilla_proofs)
+        if job.parsed.vanilla_partitions is not None:
+            job.vanilla_partitions = job.parsed.vanilla_partitions
         return None
 
     def _jittered(self, seconds: float) -> float:

@@ -131,6 +131,15 @@ def status_document(engine: Engine) -> dict[str, Any]:
             "shells_in_flight": b["shells"],
             "pending_handles": b["pending"],
         },
+        # cuzk-engine's own (the daemon has none): the box it emulates, and that box's RSS (the
+        # model's allocations and the daemon's process, in the box's bytes), which the tool shows
+        # as the daemon's RSS instead of its own process's.
+        "emulated_box": {
+            "ram_bytes": engine.config.engine.mem_total,
+            "gpus": len(engine.devices),
+            "memory_scale": engine.config.engine.memory_scale,
+            "rss_bytes": engine.box_rss,
+        },
     }
 
 

@@ -14,13 +14,11 @@ import pytest
 from cuzktui import events as ev
 from cuzktui import proofinputs as pi
 from cuzktui.bench import (
-    PAYLOAD_COPIES,
     BenchRunner,
     BenchUsageError,
     build_requests,
     c1_identity_warning,
     format_summary,
-    payload_allowance,
     read_vanilla_file,
     runner_error,
 )
@@ -548,18 +546,6 @@ def test_an_unknown_type_is_refused_with_cuzk_benchs_wording(capsys: pytest.Capt
         build_parser().parse_args(["bench", "-t", "c2"])
     assert exit_.value.code == 2
     assert "unknown proof type: c2. Use: porep, snap, wpost, winning" in capsys.readouterr().err
-
-
-def test_an_emulated_box_gets_an_allowance_for_the_inputs_in_flight() -> None:
-    requests = build_requests(
-        "porep", 12, input_path=None, bench_id="b", params=pi.RequestParams(synthetic_size=3_000_000)
-    )
-    largest = max(r.ByteSize() for r in requests)
-    assert largest > 3_000_000
-    assert payload_allowance(requests, 6, 1 / 256) == 6 * largest * PAYLOAD_COPIES
-    two = max(r.ByteSize() for r in requests[:2])
-    assert payload_allowance(requests[:2], 6, 1 / 256) == 2 * two * PAYLOAD_COPIES  # never more than in flight
-    assert payload_allowance(requests, 6, 1.0) == 0  # a real daemon's inputs are real
 
 
 def test_a_runners_error_is_what_this_run_said_last_in_its_output(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import itertools
 import os
 from pathlib import Path
 
+import psutil
 import pytest
 
 from cuzktui import live as live_module
@@ -141,7 +142,10 @@ async def test_a_profile_runs_the_engine_as_that_box_inside_a_real_memory_cgroup
             await asyncio.sleep(0.05)
         supervisor = controller.supervisor
         assert supervisor is not None and supervisor.cgroup is not None and supervisor.pid is not None
-        assert supervisor.pid in supervisor.cgroup.pids()
+        # The engine's box (its child) holds the model's memory there; the engine stays outside.
+        box = supervisor.cgroup.pids()
+        children = {p.pid for p in psutil.Process(supervisor.pid).children()}
+        assert supervisor.pid not in box and len(box) == 1 and set(box) <= children
         assert read_cgroup_memory(supervisor.cgroup.path).limit_bytes == GiB  # 256 GiB at 1/256
         last_limit = controller.model.cgroup_limit.last()
         assert last_limit is not None

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from cuzktui import events as ev
@@ -248,28 +249,27 @@ def test_free_loopback_ports_stay_out_of_the_kernels_ephemeral_range() -> None:
     assert len(ports) > 40  # spread, so two test processes rarely try the same one
 
 
-async def test_the_payload_allowance_widens_the_cgroup_not_the_modelled_limit(tmp_path: Path) -> None:
+async def test_only_an_engines_box_goes_into_its_memory_cgroup(tmp_path: Path) -> None:
+    """The engine and the inputs it receives stay outside the cgroup; its box process holds the
+    model's memory inside it (engine/box.py), so the limit is the box's RAM, whoever the client."""
     require_engine()
     memory_cgroup_or_skip()
     session = SessionWriter(tmp_path / "session")
     supervisor = Supervisor(
-        session,
-        engine_program(),
-        listen=f"unix://{tmp_path}/d.sock",
-        memory_limit=1 * GiB,
-        payload_allowance=64 << 20,
-        start_timeout=60,
+        session, engine_program(), listen=f"unix://{tmp_path}/d.sock", memory_limit=1 * GiB, start_timeout=60
     )
     try:
         await supervisor.start(engine_config_text(memory={"total_budget": "200GiB"}))
-        assert supervisor.cgroup is not None
-        assert read_cgroup_memory(supervisor.cgroup.path).limit_bytes == GiB + (64 << 20)
+        assert supervisor.cgroup is not None and supervisor.pid is not None
+        assert read_cgroup_memory(supervisor.cgroup.path).limit_bytes == GiB
+        inside = [int(pid) for pid in (supervisor.cgroup.path / "cgroup.procs").read_text().split()]
+        assert supervisor.pid not in inside
+        assert [p.pid for p in psutil.Process(supervisor.pid).children() if p.pid in inside] == inside != []
     finally:
         await supervisor.close(stop=True)
         session.close()
     events = list(iter_session_events(session.path))
     launched = next(e for e in events if isinstance(e, ev.DaemonLaunched))
-    assert launched.memory_limit_bytes == GiB  # the box the engine stands for
-    assert launched.payload_allowance_bytes == 64 << 20  # and what the kernel enforces beyond it
+    assert launched.memory_limit_bytes == GiB and "--box-cgroup" in launched.command
     meta = json.loads(session.meta_path.read_text())
-    assert meta["cgroup"]["payload_allowance_bytes"] == 64 << 20
+    assert meta["cgroup"] == {"path": launched.cgroup_path, "limit_bytes": GiB}

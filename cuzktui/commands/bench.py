@@ -30,7 +30,6 @@ from ..bench import (
     format_summary,
     input_warning,
     install_cancel_signals,
-    payload_allowance,
     set_config_value,
 )
 from ..cli import input_flag
@@ -160,12 +159,7 @@ async def _run(plan: _Plan, session: SessionWriter) -> BenchSummary | str:
     warning = input_warning(plan.requests)
     if warning is not None:
         _progress(f"warning: {warning}")
-    allowance = 0
-    if plan.memory_limit is not None and plan.program.mode == "engine":
-        allowance = payload_allowance(plan.requests, o.concurrency, read_config(plan.config_text).engine.memory_scale)
-    supervisor = Supervisor(
-        session, plan.program, memory_limit=plan.memory_limit, payload_allowance=allowance, on_progress=_progress
-    )
+    supervisor = Supervisor(session, plan.program, memory_limit=plan.memory_limit, on_progress=_progress)
     runner = BenchRunner(
         supervisor, plan.options, plan.config_text, requests=plan.requests, bench_id=plan.bench_id,
         on_progress=_progress,

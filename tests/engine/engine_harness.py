@@ -109,7 +109,7 @@ def start_engine(
     unix: bool = False,
     status: bool = False,
     env: dict[str, str] | None = None,
-    prefix: list[str] | None = None,
+    args: list[str] | None = None,
 ) -> RunningEngine:
     sections = {k: dict(v) for k, v in sections.items()}
     engine_keys = sections.setdefault("engine", {})
@@ -134,7 +134,7 @@ def start_engine(
     out, err = tmp_path / "stdout.log", tmp_path / "stderr.log"
     with out.open("wb") as stdout, err.open("wb") as stderr:
         proc = subprocess.Popen(
-            [*(prefix or []), *engine_command("-c", str(config))],
+            engine_command("-c", str(config), *(args or [])),
             stdout=stdout,
             stderr=stderr,
             env=full_env,

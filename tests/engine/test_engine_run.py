@@ -9,8 +9,13 @@ import socket
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from cuzktui.daemon_facts import DAEMON_PROCESS_RSS, KINDS, ProofKind
 from cuzktui.proto import proving_pb2 as pb
+from engine.pinned import SCALAR_SIZE
+from engine.srs import CONSTRAINTS
 from tests.engine.engine_harness import porep_request
+
+POREP = KINDS[ProofKind.POREP_SEAL_COMMIT]
 
 ORDER = ["SYNTH_START", "SYNTH_END", "GPU_QUEUE", "GPU_PICKUP", "GPU_START", "GPU_END"]
 PLAIN_LINE = re.compile(
@@ -82,8 +87,15 @@ def test_twelve_porep_proofs_at_concurrency_six(engine_factory: Any) -> None:
     assert f"Content-Length: {len(body)}".encode() in head
     doc = json.loads(body)
     assert list(doc) == [
-        "uptime_secs", "memory", "synthesis", "pipelines", "gpu_workers", "allocations", "counters", "buffers"
+        "uptime_secs", "memory", "synthesis", "pipelines", "gpu_workers", "allocations", "counters", "buffers",
+        "emulated_box",  # the engine's own: the daemon's keys come first, in its order
     ]  # fmt: skip
+    box = doc["emulated_box"]
+    assert (box["ram_bytes"], box["gpus"], box["memory_scale"]) == (256 << 30, 1, 1 / 65536)
+    # Idle: the daemon's own process and what the model keeps resident: the PoRep SRS and PCE, and
+    # the pinned pool's idle a/b/c buffers.
+    pinned = box["rss_bytes"] - DAEMON_PROCESS_RSS - POREP.srs_bytes - POREP.pce_bytes
+    assert pinned >= 0 and pinned % (CONSTRAINTS[ProofKind.POREP_SEAL_COMMIT] * SCALAR_SIZE) == 0
     assert doc["counters"]["total_completed"] == 12
     assert doc["counters"]["completed_by_kind"] == {"porep-c2": 12}
     assert sorted(p["job_id"] for p in doc["pipelines"]) == sorted(ids)  # within the 30 s retention

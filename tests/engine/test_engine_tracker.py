@@ -73,7 +73,7 @@ async def test_a_server_side_deadline_answers_cancelled_timeout_expired_and_the_
         request_id="r1", proof_kind=pb.POREP_SEAL_COMMIT, vanilla_proof=small_c1(), miner_id=1000, sector_number=1
     )
     with pytest.raises(grpc.aio.AbortError):
-        await service.Prove(pb.ProveRequest(submit=submit), context)
+        await service.Prove(pb.ProveRequest(submit=submit).SerializeToString(), context)
     assert context.aborted == (grpc.StatusCode.CANCELLED, msg.TIMEOUT_EXPIRED)
     answer = await asyncio.wait_for(service.AwaitProof(pb.AwaitProofRequest(job_id="r1"), Context()), 60)
     assert answer.status == pb.AwaitProofResponse.COMPLETED and answer.job_id == "r1"
