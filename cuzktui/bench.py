@@ -52,7 +52,7 @@ from .knobs import TomlValue
 from .planner import cgroup_aware_budget
 from .proto import proving_pb2 as pb
 from .session import LogFollower, open_private_append
-from .supervisor import DaemonStartError, Supervisor, SupervisorError, gather_budget_facts
+from .supervisor import DaemonStartError, Supervisor, SupervisorError, free_loopback_port, gather_budget_facts
 from .timeline import LOST_REMEDY, Timeline, lost_reason
 
 # Curio's ProveTimeout (docs/daemon-interface.md §1.8).
@@ -423,6 +423,15 @@ def set_config_value(config_text: str, section: str, key: str, value: TomlValue)
     document = ConfigDocument.parse(config_text)
     document.set(section, key, value)
     return document.text()
+
+
+def with_engine_status(config_text: str, mode: str) -> str:
+    """An engine's config with a /status endpoint (a free loopback port) where it has none: the session's
+    budget line and the box's RSS (the engine's own figure, which the memory chart shows) come from
+    there. A real daemon's config is left as given."""
+    if mode != "engine" or read_config(config_text).status_address is not None:
+        return config_text
+    return set_config_value(config_text, "daemon", "status_listen", f"127.0.0.1:{free_loopback_port()}")
 
 
 def engine_time_scale(config_text: str, mode: str) -> float | None:

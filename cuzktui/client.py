@@ -301,6 +301,14 @@ def _resident_srs(document: dict[str, Any]) -> tuple[str, ...] | None:
     return tuple(str(entry["circuit_id"]) for entry in allocations["srs"])
 
 
+def _engine_rss(document: dict[str, Any]) -> int | None:
+    """cuzk-engine's ``emulated_box`` (engine/views.py): its box's RSS in real bytes; None without it."""
+    box = document.get("emulated_box")
+    if not isinstance(box, dict):
+        return None
+    return round(int(box["rss_bytes"]) * float(box["memory_scale"]))
+
+
 def snapshot_from_status(document: dict[str, Any], t: float, partitions: bool = False) -> StatusSnapshot:
     """Summarise one /status document (with every partition's state when ``partitions``); StatusError
     names the first missing or mistyped field."""
@@ -330,6 +338,7 @@ def snapshot_from_status(document: dict[str, Any], t: float, partitions: bool = 
             worker_gpus=tuple(f"{int(w['worker_id'])}\t{int(w['gpu_ordinal'])}" for w in workers) if partitions else (),
             srs_resident_bytes=_allocated(document, "srs"),
             pce_resident_bytes=_allocated(document, "pce"),
+            engine_rss_bytes=_engine_rss(document),
         )
     except (KeyError, TypeError, ValueError) as error:
         raise StatusError(f"unexpected /status document: {type(error).__name__}: {error}") from error

@@ -31,7 +31,14 @@ from typing import Any
 import psutil
 
 from . import events as ev
-from .bench import RUNNER_OUTPUT, BenchUsageError, checked_requests, runner_error, spawn_bench_process
+from .bench import (
+    RUNNER_OUTPUT,
+    BenchUsageError,
+    checked_requests,
+    runner_error,
+    spawn_bench_process,
+    with_engine_status,
+)
 from .client import ClientError, status_endpoint
 from .config import ConfigDocument, ConfigError, build_config, load_config, save_atomic
 from .controller import (
@@ -343,7 +350,7 @@ class LiveController(LocalQueries):
             self.supervisor = Supervisor(self.session, None, on_progress=self._progress)
             self._tasks.append(asyncio.create_task(self._attach(o.attach)))
         else:
-            self._config_text = self._initial_config()
+            self._config_text = with_engine_status(self._initial_config(), o.program.mode)
             limit = o.memory_limit
             if o.profile_gib is not None and o.program.mode == "engine":
                 self._config_text = with_profile(self._config_text, o.profile_gib)

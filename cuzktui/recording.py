@@ -38,6 +38,7 @@ class DaemonRecorder:
         self._gpu: GpuSampler | None = None
         self._memory: ProcessTreeSampler | None = None
         self._budget: tuple[int | None, int | None] = (None, None)
+        self._engine_rss: tuple[int | None, int] | None = None  # (pid, real bytes) an engine's /status reported
         self._counts: tuple[float | None, int, int] | None = None  # the last DaemonProofCounts recorded, by run
 
     def start(self) -> None:
@@ -76,7 +77,10 @@ class DaemonRecorder:
         memory = self._memory_sampler()
         if memory is not None:
             memory.set_budget(*self._budget)
-            samples.extend(self._engine_view(sample) for sample in memory.sample())
+            reported = self._engine_rss
+            rss = reported[1] if reported is not None and reported[0] == memory.pid else None
+            memory.set_reported_rss(rss)
+            samples.extend(self._engine_view(sample, rss is not None) for sample in memory.sample())
         samples.extend(self._gpu.sample(memory.tree_pids() if memory is not None else ()))
         return samples
 
@@ -89,12 +93,18 @@ class DaemonRecorder:
             self._memory = ProcessTreeSampler(s.pid, cgroup_dir=cgroup_dir)
         return self._memory
 
-    def _engine_view(self, sample: ev.ObservedEvent) -> ev.ObservedEvent:
+    def _engine_view(self, sample: ev.ObservedEvent, reported_rss: bool) -> ev.ObservedEvent:
         """An engine outside a cgroup of its own shares this machine's: that usage, scaled up to the
-        emulated box, would mean nothing (a 24 GiB laptop container read as a 6 TiB box), so drop it."""
+        emulated box, would mean nothing (a 24 GiB laptop container read as a 6 TiB box), so drop it.
+        Its process tree's RSS is not the box's either (the interpreter, the inputs in flight): until
+        its /status reports the box's, it has none."""
         s = self.supervisor
-        if s.mode == "engine" and s.cgroup is None and isinstance(sample, ev.MemorySample):
-            return replace(sample, cgroup_usage_bytes=None, cgroup_limit_bytes=None)
+        if s.mode != "engine" or not isinstance(sample, ev.MemorySample):
+            return sample
+        if s.cgroup is None:
+            sample = replace(sample, cgroup_usage_bytes=None, cgroup_limit_bytes=None)
+        if not reported_rss:
+            sample = replace(sample, rss_bytes=None)
         return sample
 
     def _daemon_up(self) -> bool:
@@ -118,6 +128,8 @@ class DaemonRecorder:
                 snapshot = await poll_status(s.status_url, partitions=s.log_path is None)
                 if snapshot is not None:
                     self._budget = (snapshot.budget_total_bytes, snapshot.budget_used_bytes)
+                    rss = snapshot.engine_rss_bytes
+                    self._engine_rss = None if rss is None else (s.pid, rss)
                     self._record(snapshot)
         if self._daemon_up():
             await self._poll_get_status()

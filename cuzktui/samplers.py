@@ -57,6 +57,7 @@ class ProcessTreeSampler:
         self._clock = clock
         self._budget_total: int | None = None
         self._budget_used: int | None = None
+        self._reported_rss: int | None = None
         try:
             # Held, not looked up by pid each time: psutil then notices a reused pid.
             self._process: psutil.Process | None = psutil.Process(pid)
@@ -67,6 +68,12 @@ class ProcessTreeSampler:
         """The latest budget total / used figures (from ``/status``) to put in the next samples."""
         self._budget_total = total_bytes
         self._budget_used = used_bytes
+
+    def set_reported_rss(self, rss_bytes: int | None) -> None:
+        """An engine's own figure for its RSS (its /status ``emulated_box``: the box it emulates, in
+        real bytes), recorded instead of its process tree's, whose interpreter and proof inputs in
+        flight the box does not have. None: the process tree's (the real daemon's RSS)."""
+        self._reported_rss = rss_bytes
 
     def tree_rss(self) -> int | None:
         """Bytes resident in the process and its descendants; None when the process is gone."""
@@ -99,10 +106,11 @@ class ProcessTreeSampler:
 
     def sample(self) -> list[ObservedEvent]:
         cgroup = self.cgroup()
+        rss = self.tree_rss()
         return [
             MemorySample(
                 t=self._clock(),
-                rss_bytes=self.tree_rss(),
+                rss_bytes=rss if rss is None or self._reported_rss is None else self._reported_rss,
                 cgroup_usage_bytes=cgroup.usage_bytes if cgroup else None,
                 cgroup_limit_bytes=cgroup.limit_bytes if cgroup else None,
                 budget_total_bytes=self._budget_total,

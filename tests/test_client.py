@@ -24,6 +24,7 @@ from cuzktui.client import (
     snapshot_from_status,
 )
 from cuzktui.proto import proving_pb2 as pb
+from cuzktui.units import GiB
 
 
 async def test_calls_reach_the_daemon_and_large_messages_pass(fake_daemon: tuple[str, object]) -> None:
@@ -121,6 +122,13 @@ def test_a_status_document_becomes_a_snapshot() -> None:
     assert snap.partitions_waiting_gpu == 1
     assert (snap.status_json_completed, snap.status_json_failed) == (5, 1)
     assert snap.uptime_secs == pytest.approx(312.55170412)
+
+
+def test_an_engines_box_rss_is_read_in_real_bytes_the_daemons_has_none() -> None:
+    assert snapshot_from_status(STATUS_EXAMPLE, t=1.0).engine_rss_bytes is None  # upstream's document
+    box = {"ram_bytes": 256 * GiB, "gpus": 1, "memory_scale": 1 / 256, "rss_bytes": 70 * GiB}
+    snap = snapshot_from_status({**STATUS_EXAMPLE, "emulated_box": box}, t=1.0)
+    assert snap.engine_rss_bytes == 70 * GiB // 256  # a MemorySample's units: the model divides by the scale
 
 
 def test_a_document_missing_a_field_names_it() -> None:

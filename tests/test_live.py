@@ -14,6 +14,7 @@ from cuzktui import live as live_module
 from cuzktui.config import ConfigDocument
 from cuzktui.controller import BenchRequest, ControllerError, TuneRequest
 from cuzktui.daemon_address import DAEMON_DEFAULT_LISTEN
+from cuzktui.daemon_facts import DAEMON_PROCESS_RSS
 from cuzktui.knobs import Severity
 from cuzktui.live import (
     AttachTarget,
@@ -150,6 +151,13 @@ async def test_a_profile_runs_the_engine_as_that_box_inside_a_real_memory_cgroup
         last_limit = controller.model.cgroup_limit.last()
         assert last_limit is not None
         assert last_limit[1] == 256 * GiB  # shown as the emulated box
+        # Its RSS is the box's (the engine's /status, which the tool turned on): the daemon's own
+        # process, the model holding nothing yet; not the engine's interpreter × 256 (~10 GiB).
+        while (rss := controller.model.rss.last()) is None:
+            assert asyncio.get_running_loop().time() < deadline, "no RSS sample"
+            await controller.poll()
+            await asyncio.sleep(0.05)
+        assert rss[1] == pytest.approx(DAEMON_PROCESS_RSS, rel=0.01)
         cgroup_path = supervisor.cgroup.path
     finally:
         await controller.shutdown(stop_daemon=True)

@@ -72,6 +72,19 @@ def test_dead_process_gives_no_rss_and_no_exception() -> None:
     assert _memory(sampler.sample()).rss_bytes is None
 
 
+def test_an_engines_reported_rss_is_recorded_while_its_process_lives() -> None:
+    """The box an engine emulates has neither its interpreter nor its proof inputs in flight: its own
+    figure replaces its process tree's, and a dead engine has no RSS whatever it last reported."""
+    alive = ProcessTreeSampler(os.getpid())
+    alive.set_reported_rss(3 * MiB)
+    assert _memory(alive.sample()).rss_bytes == 3 * MiB
+    alive.set_reported_rss(None)
+    assert (_memory(alive.sample()).rss_bytes or 0) > 20 * MiB  # this test process's own, as for the real daemon
+    dead = ProcessTreeSampler(99_999_999)
+    dead.set_reported_rss(3 * MiB)
+    assert _memory(dead.sample()).rss_bytes is None
+
+
 def test_process_that_dies_after_the_sampler_started() -> None:
     with subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE) as child:
         sampler = ProcessTreeSampler(child.pid)

@@ -31,6 +31,7 @@ from ..bench import (
     input_warning,
     install_cancel_signals,
     set_config_value,
+    with_engine_status,
 )
 from ..cli import input_flag
 from ..config import ConfigError, build_config, load_config_or_default, save_atomic
@@ -49,7 +50,6 @@ from ..supervisor import (
     Supervisor,
     SupervisorError,
     choose_program,
-    free_loopback_port,
     private_listen_address,
 )
 from ..units import UnitError, parse_size
@@ -220,12 +220,7 @@ def run_bench(args: argparse.Namespace) -> int:
     if read_config(plan.config_text).listen_address is None:
         listen = private_listen_address(session.path)
         plan = dataclasses.replace(plan, config_text=set_config_value(plan.config_text, "daemon", "listen", listen))
-    if plan.program.mode == "engine" and read_config(plan.config_text).status_address is None:
-        # The engine's /status gives the session its budget line; a real daemon's config is left as given.
-        status = f"127.0.0.1:{free_loopback_port()}"
-        plan = dataclasses.replace(
-            plan, config_text=set_config_value(plan.config_text, "daemon", "status_listen", status)
-        )
+    plan = dataclasses.replace(plan, config_text=with_engine_status(plan.config_text, plan.program.mode))
     meta: dict[str, object] = {"mode": plan.program.mode, "bench_argv": sys.argv, "bench_pid": os.getpid()}
     if "memcheck" not in session.read_meta():
         # The machine the figures came from (host RAM, cgroup, GPUs) belongs with them.
