@@ -106,17 +106,15 @@ def _usage_error(error: UsageError) -> int:
     return 2
 
 
-def run_tui(args: argparse.Namespace) -> int:
-    try:
-        run_bench = parse_run_bench(args.run_bench) if args.run_bench else None
-        limit = memory_limit_of(args)
-        metrics = metrics_address(args.metrics)
-    except UsageError as error:
-        return _usage_error(error)
+def tui_options(args: argparse.Namespace) -> LiveOptions:
+    """``cuzk-tui`` (live) arguments as live options."""
+    run_bench = parse_run_bench(args.run_bench) if args.run_bench else None
+    limit = memory_limit_of(args)
+    metrics = metrics_address(args.metrics)
     program = choose_program(engine=args.engine, daemon_path=args.daemon)
     if args.profile is not None and program.mode != "engine":
-        return _usage_error(UsageError("--profile emulates a machine on the engine; use --memory-limit for a daemon"))
-    options = LiveOptions(
+        raise UsageError("--profile emulates a machine on the engine; use --memory-limit for a daemon")
+    return LiveOptions(
         program=program,
         config_file=Path(args.config) if args.config else None,
         session_dir=Path(args.session) if args.session else None,
@@ -126,6 +124,13 @@ def run_tui(args: argparse.Namespace) -> int:
         metrics_address=metrics,
         command=invoked_as(sys.argv[0], sys.executable),
     )
+
+
+def run_tui(args: argparse.Namespace) -> int:
+    try:
+        options = tui_options(args)
+    except UsageError as error:
+        return _usage_error(error)
     return _run(LiveController(options), args)
 
 
