@@ -156,7 +156,9 @@ def _u64(value: object) -> bool:
 def parse_c1_wrapper(data: bytes | bytearray, start: int = 0, end: int | None = None) -> C1Wrapper:
     """serde's reading of ``C1OutputWrapper`` (unknown fields ignored, the three required) in
     ``data[start:end]``: a gRPC request's payload is read where the message holds it, never copied."""
-    fail = InputError("failed to parse C1 output wrapper JSON")
+    # Raised fresh each time: one made up front would sit in this frame, which its traceback holds,
+    # and the cycle would keep a rejected payload's bytes until the cyclic collector ran.
+    fail = "failed to parse C1 output wrapper JSON"
     end = len(data) if end is None else end
     # Curio's Go encoder writes Phase1Out as one plain base64 string: cut it out by position so
     # the small rest is parsed as JSON and the payload is never copied into a Python str.
@@ -177,12 +179,12 @@ def parse_c1_wrapper(data: bytes | bytearray, start: int = 0, end: int | None = 
     try:
         document = json.loads(text)
     except (ValueError, UnicodeDecodeError):
-        raise fail from None
+        raise InputError(fail) from None
     if not isinstance(document, dict):
-        raise fail
+        raise InputError(fail)
     sector, size, phase1 = document.get("SectorNum"), document.get("SectorSize"), document.get("Phase1Out")
     if not (_u64(sector) and _u64(size) and isinstance(phase1, str)):
-        raise fail
+        raise InputError(fail)
     assert isinstance(sector, int) and isinstance(size, int)
     view = memoryview(data)[span[0] : span[1]] if span is not None else memoryview(phase1.encode())
     return C1Wrapper(sector, size, view)
