@@ -301,12 +301,15 @@ def _resident_srs(document: dict[str, Any]) -> tuple[str, ...] | None:
     return tuple(str(entry["circuit_id"]) for entry in allocations["srs"])
 
 
-def _engine_rss(document: dict[str, Any]) -> int | None:
-    """cuzk-engine's ``emulated_box`` (engine/views.py): its box's RSS in real bytes; None without it."""
+def engine_rss_bytes(document: dict[str, Any]) -> int | None:
+    """cuzk-engine's own ``emulated_box`` (engine/views.py): the RSS of the box it emulates (the model's
+    allocations and the daemon's process) in real bytes (× its memory_scale, a MemorySample's units);
+    None for the real daemon's document, or a malformed one."""
     box = document.get("emulated_box")
-    if not isinstance(box, dict):
+    try:
+        return round(int(box["rss_bytes"]) * float(box["memory_scale"])) if isinstance(box, dict) else None
+    except (KeyError, TypeError, ValueError):
         return None
-    return round(int(box["rss_bytes"]) * float(box["memory_scale"]))
 
 
 def snapshot_from_status(document: dict[str, Any], t: float, partitions: bool = False) -> StatusSnapshot:
@@ -338,7 +341,6 @@ def snapshot_from_status(document: dict[str, Any], t: float, partitions: bool = 
             worker_gpus=tuple(f"{int(w['worker_id'])}\t{int(w['gpu_ordinal'])}" for w in workers) if partitions else (),
             srs_resident_bytes=_allocated(document, "srs"),
             pce_resident_bytes=_allocated(document, "pce"),
-            engine_rss_bytes=_engine_rss(document),
         )
     except (KeyError, TypeError, ValueError) as error:
         raise StatusError(f"unexpected /status document: {type(error).__name__}: {error}") from error

@@ -517,10 +517,6 @@ class StatusSnapshot:
     # /status "allocations" (status.rs): bytes of SRS and PCE entries held now; None where not reported.
     srs_resident_bytes: int | None = None
     pce_resident_bytes: int | None = None
-    # cuzk-engine's own /status "emulated_box": its box's RSS (the model's allocations and the daemon's
-    # process) in real bytes (rss_bytes × memory_scale, the units of a MemorySample's rss_bytes), which
-    # the recorder takes as the engine's RSS; None for the real daemon.
-    engine_rss_bytes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from . import events as ev
-from .client import ClientError, StatusError, poll_status
+from .client import ClientError, StatusError, engine_rss_bytes, fetch_status_json, poll_status
 from .samplers import GpuSampler, ProcessTreeSampler, run_periodic
 from .supervisor import Supervisor, SupervisorError
 
@@ -38,7 +38,6 @@ class DaemonRecorder:
         self._gpu: GpuSampler | None = None
         self._memory: ProcessTreeSampler | None = None
         self._budget: tuple[int | None, int | None] = (None, None)
-        self._engine_rss: tuple[int | None, int] | None = None  # (pid, real bytes) an engine's /status reported
         self._counts: tuple[float | None, int, int] | None = None  # the last DaemonProofCounts recorded, by run
 
     def start(self) -> None:
@@ -77,12 +76,23 @@ class DaemonRecorder:
         memory = self._memory_sampler()
         if memory is not None:
             memory.set_budget(*self._budget)
-            reported = self._engine_rss
-            rss = reported[1] if reported is not None and reported[0] == memory.pid else None
+            rss = self._engine_rss()
             memory.set_reported_rss(rss)
             samples.extend(self._engine_view(sample, rss is not None) for sample in memory.sample())
         samples.extend(self._gpu.sample(memory.tree_pids() if memory is not None else ()))
         return samples
+
+    def _engine_rss(self) -> int | None:
+        """A launched engine's box RSS now (its /status, read with this sample: the box changes faster
+        than a second's poll would follow), in real bytes; None for a real daemon or without an answer."""
+        s = self.supervisor
+        if s.mode != "engine" or not s.status_url:
+            return None
+        try:
+            document = asyncio.run(fetch_status_json(s.status_url, timeout=self.interval))
+        except (StatusError, OSError, TimeoutError):
+            return None
+        return None if document is None else engine_rss_bytes(document)
 
     def _memory_sampler(self) -> ProcessTreeSampler | None:
         s = self.supervisor
@@ -128,8 +138,6 @@ class DaemonRecorder:
                 snapshot = await poll_status(s.status_url, partitions=s.log_path is None)
                 if snapshot is not None:
                     self._budget = (snapshot.budget_total_bytes, snapshot.budget_used_bytes)
-                    rss = snapshot.engine_rss_bytes
-                    self._engine_rss = None if rss is None else (s.pid, rss)
                     self._record(snapshot)
         if self._daemon_up():
             await self._poll_get_status()

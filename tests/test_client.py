@@ -18,6 +18,7 @@ from cuzktui.client import (
     DaemonDied,
     DaemonUnreachable,
     StatusError,
+    engine_rss_bytes,
     fetch_status_json,
     grpc_target,
     poll_status,
@@ -125,10 +126,12 @@ def test_a_status_document_becomes_a_snapshot() -> None:
 
 
 def test_an_engines_box_rss_is_read_in_real_bytes_the_daemons_has_none() -> None:
-    assert snapshot_from_status(STATUS_EXAMPLE, t=1.0).engine_rss_bytes is None  # upstream's document
+    assert engine_rss_bytes(STATUS_EXAMPLE) is None  # upstream's document
     box = {"ram_bytes": 256 * GiB, "gpus": 1, "memory_scale": 1 / 256, "rss_bytes": 70 * GiB}
-    snap = snapshot_from_status({**STATUS_EXAMPLE, "emulated_box": box}, t=1.0)
-    assert snap.engine_rss_bytes == 70 * GiB // 256  # a MemorySample's units: the model divides by the scale
+    assert (
+        engine_rss_bytes({**STATUS_EXAMPLE, "emulated_box": box}) == 70 * GiB // 256
+    )  # the model divides by the scale
+    assert engine_rss_bytes({**STATUS_EXAMPLE, "emulated_box": {"rss_bytes": "?"}}) is None
 
 
 def test_a_document_missing_a_field_names_it() -> None:
