@@ -16,8 +16,8 @@
    own process) and against its box cgroup's usage, which the kernel measures. The baseline: the engine's
    process tree × 1/memory_scale at the same moments, what the chart showed before.
 
-Every part needs root and a v1 memory cgroup. Exit status 1 when a proof fails, a figure is missing or a
-target is missed (the FAIL lines say which).
+Every part needs root and a v1 memory cgroup. Exit status 1 when a proof fails, a figure is missing or (in
+a full run) a target is missed; the FAIL lines say which.
 
     .venv/bin/python benchmarks/engine_payload.py [--quick]
 """
@@ -54,7 +54,7 @@ from cuzktui import proofinputs as pi
 from cuzktui.live import profile_memory_limit
 from cuzktui.proto import proving_pb2 as pb
 from cuzktui.proto import proving_pb2_grpc
-from cuzktui.samplers import ProcessTreeSampler
+from cuzktui.samplers import ProcessTreeSampler, listener_pid
 from cuzktui.session import iter_session_events
 from cuzktui.supervisor import engine_program, free_loopback_port
 from cuzktui.system import CgroupError, MemoryCgroup
@@ -69,17 +69,28 @@ MEDIAN_BOUND, WORST_BOUND = 0.10, 0.25  # point 4: the chart's samples against t
 
 @dataclass
 class Report:
-    """The figures, and what makes the run fail."""
+    """The figures, and what makes the run fail: always a proof that fails or a figure that is missing;
+    a target missed only in a full run (``--quick``'s few samples on a shared machine say too little)."""
 
+    targets: bool
     failures: list[str] = field(default_factory=list)
 
     def line(self, text: str) -> None:
         print(text, flush=True)
 
     def check(self, ok: bool, what: str) -> None:
+        """Proofs and figures: the run measures something."""
         if not ok:
             self.failures.append(what)
             print(f"  FAIL: {what}", flush=True)
+
+    def target(self, ok: bool, what: str) -> None:
+        if ok:
+            return
+        if self.targets:
+            self.check(ok, what)
+        else:
+            print(f"  target missed (not enforced with --quick): {what}", flush=True)
 
 
 # -- processes ------------------------------------------------------------------------------------
@@ -233,8 +244,8 @@ def status_under_load(report: Report, c1: bytes, engine_latencies: list[float]) 
         ("a bare grpc.aio server (floor)", base, floor),
     ):
         report.line(f"   {name + ':':<32}{median:6.1f} / {p95:6.1f} / {worst:7.1f}  ({len(calls)} calls)")
-    report.check(ours[1] <= max(10.0, 3 * base[1]), "GetStatus p95 above 10 ms and 3x the floor's")
-    report.check(ours[2] <= max(250.0, 2 * base[2]), "GetStatus max above 250 ms and 2x the floor's")
+    # The max is the floor's (gRPC copies each message on its loop) and the machine's: reported, no target.
+    report.target(ours[1] <= max(10.0, 3 * base[1]), "GetStatus p95 above 10 ms and 3x the floor's")
 
 
 # -- 1: a plain client against the box ------------------------------------------------------------
@@ -302,7 +313,7 @@ def idle_memory(report: Report, payloads: dict[str, bytes], rounds: int, settle:
             f"{completed(answers)} completed, {refused} refused"
         )
         report.check(completed(answers) == expected and (not junk or refused == 6 * rounds), f"{name}: answers")
-        report.check(after - fresh <= IDLE_BOUND, f"{name}: idle RSS {(after - fresh) / MiB:.0f} MiB above fresh")
+        report.target(after - fresh <= IDLE_BOUND, f"{name}: idle RSS {(after - fresh) / MiB:.0f} MiB above fresh")
 
 
 # -- 4: the chart against the model ---------------------------------------------------------------
@@ -323,7 +334,7 @@ def chart_against_model(report: Report, count: int) -> None:
             except (OSError, ValueError, KeyError):
                 continue
             if tree is None:
-                owner = next((c.pid for c in psutil.net_connections("tcp") if c.laddr and c.laddr.port == port), None)
+                owner = listener_pid(f"127.0.0.1:{port}")
                 tree = ProcessTreeSampler(owner) if owner is not None else None
             rss = tree.tree_rss() if tree is not None else None
             truth.append((time.time(), float(box["rss_bytes"]), None if rss is None else rss / SCALE))
@@ -371,8 +382,8 @@ def chart_against_model(report: Report, count: int) -> None:
         report.line(f"   {name:<56} median {statistics.median(ratios):5.2f}  worst {worst:6.2f}")
     if chart:
         worst = max(abs(r - 1) for r in chart)
-        report.check(abs(statistics.median(chart) - 1) <= MEDIAN_BOUND, "the chart's median sample off the box's")
-        report.check(worst <= WORST_BOUND, f"a chart sample {worst:.0%} off the box's figure")
+        report.target(abs(statistics.median(chart) - 1) <= MEDIAN_BOUND, "the chart's median sample off the box's")
+        report.target(worst <= WORST_BOUND, f"a chart sample {worst:.0%} off the box's figure")
 
 
 def main() -> None:
@@ -387,7 +398,7 @@ def main() -> None:
     if args.bare_server:
         bare_server(args.bare_server)
         return
-    report = Report()
+    report = Report(targets=not args.quick)
     try:
         MemoryCgroup.create(f"cuzk-bench-probe-{os.getpid()}", 64 * MiB).remove()
     except CgroupError as error:

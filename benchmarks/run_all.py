@@ -1,13 +1,17 @@
-"""The performance suite of issue 11 in one command: a table of figure, baseline, ratio, target, pass.
+"""Every benchmark in one command: a table of figure, baseline, ratio, target, pass; exit status 1 when a
+figure is missing, a proof failed, or (in a full run) a target is missed.
 
 Every baseline is measured in the same run on the same file (the machine is shared and noisy:
 compare ratios, not seconds). The log is :func:`ingest.synthetic_log` (upstream's format strings,
-docs/daemon-interface.md §4) scaled to ``--lines``; ``--quick`` is a seconds-long smoke run that CI may call.
+docs/daemon-interface.md §4) scaled to ``--lines``; ``--quick`` is the short run CI calls (.ci/run).
 
     .venv/bin/python benchmarks/run_all.py [--quick] [--lines N]
 
 The terminal-side rows (``--skip-tui`` leaves them out) run the app in a pty (tui_output.py: the
-dashboard beside btop, idle, a log flood) and the waterfall widget headless (waterfall_frame.py).
+dashboard beside btop, idle, a log flood) and the waterfall widget headless (waterfall_frame.py). The
+engine's rows run engine_tiers.py (its model against upstream's RAM tiers) and engine_payload.py (real-size
+inputs against the box it emulates, which needs root and a memory cgroup) with their own checks: a proof
+that fails, a figure that is missing or a target missed fails them, and so this run.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import os
 import resource
 import shutil
@@ -61,6 +66,8 @@ class Row:
     ratio: float | None
     target: str
     passed: bool | None
+    # A benchmark script's own verdict (every proof completed, every figure there): enforced in every run.
+    measured: bool = False
 
 
 def _child_cpu(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, str]:
@@ -223,6 +230,37 @@ def measure_flooded(rate: int, seconds: float) -> list[Row]:
     ]
 
 
+BENCHMARKS = Path(__file__).resolve().parent
+
+
+def measure_engine(quick: bool) -> list[Row]:
+    """engine_tiers.py and engine_payload.py, their output shown as it comes; a row each: passed when the
+    script's own checks passed (every proof completed, every figure there, every target met)."""
+    rows = []
+    for script, figure in (
+        ("engine_tiers.py", "engine model vs upstream's RAM tiers: proofs, figures, 384 GiB peak"),
+        ("engine_payload.py", "engine as its box: inputs, idle RSS, chart, GetStatus"),
+    ):
+        started = time.monotonic()
+        done = subprocess.run([sys.executable, str(BENCHMARKS / script), *(["--quick"] if quick else [])])
+        value = "checks passed" if done.returncode == 0 else f"exit status {done.returncode}"
+        rows.append(Row(figure, value, "-", None, f"{script} passes", done.returncode == 0, measured=True))
+        print(f"({script}: {time.monotonic() - started:.0f} s)", flush=True)
+    return rows
+
+
+def failures(rows: list[Row], *, targets: bool) -> list[str]:
+    """The rows that fail the run: a figure that is not a number, an engine benchmark whose own checks
+    failed (a proof, a figure; its targets too when ``targets``), and with ``targets`` any target missed.
+    ``--quick`` enforces no target: its small inputs measure start-up more than the work."""
+    found = []
+    for r in rows:
+        missing = r.ratio is not None and not math.isfinite(r.ratio)
+        if missing or (r.passed is False and (targets or r.measured)):
+            found.append(f"{r.figure}: {r.value}" + (" (no figure)" if missing else ""))
+    return found
+
+
 def print_table(rows: list[Row]) -> None:
     header = ("figure", "value", "baseline", "ratio", "target", "pass")
     cells = [header] + [
@@ -262,7 +300,7 @@ def measure_log_group(lines: int, repeat: int) -> list[Row]:
         return measure_log(path, tail, repeat)
 
 
-GROUPS = ("log", "dashboard", "idle", "waterfall", "flood")
+GROUPS = ("log", "dashboard", "idle", "waterfall", "flood", "engine")
 
 
 def main() -> None:
@@ -291,7 +329,13 @@ def main() -> None:
         rows += measure_waterfall(50 if args.quick else 1000, 3 if args.quick else 5)
     if "flood" in groups:
         rows += measure_flooded(*((5_000, 2.0) if args.quick else (50_000, 10.0)))
+    if "engine" in groups:
+        rows += measure_engine(args.quick)
     print_table(rows)
+    failed = failures(rows, targets=not args.quick)
+    if failed:
+        print(f"\nFAILED ({len(failed)}): " + "; ".join(failed))
+        sys.exit(1)
 
 
 if __name__ == "__main__":
