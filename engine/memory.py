@@ -150,8 +150,13 @@ class LocalMemory:
         return await asyncio.to_thread(populated, size)
 
     def unmap(self, mapping: object) -> None:
+        """munmap on a thread: the kernel takes milliseconds to take back a block of tens of MB, which
+        the event loop (and GetStatus with it) would wait for."""
         assert isinstance(mapping, mmap.mmap)
-        mapping.close()  # munmap: the pages go back to the kernel at once
+        try:
+            asyncio.get_running_loop().run_in_executor(None, mapping.close)
+        except RuntimeError:  # no loop (a test's teardown): here and now
+            mapping.close()
 
 
 class Block:
