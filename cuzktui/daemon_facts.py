@@ -114,7 +114,7 @@ SYNTHESIZED_PARTITION_RSS: Final = 16 * GiB
 PARTITION_RSS_AFTER_ABC_FREE: Final = 4 * GiB
 DEFAULT_SAFETY_MARGIN: Final = 5 * GiB
 # The daemon's process itself, besides the memory the figures above count: its idle RSS on an H200
-# with a 2 KiB-sector SRS loaded was 191–482 MiB (docs/daemon-interface.md §0000); the lower end, as
+# with a 2 KiB-sector SRS loaded was 191–482 MiB (docs/daemon-interface.md §6.7); the lower end, as
 # it idles after its start. cuzk-engine shows its box's RSS as this plus the model's allocations.
 DAEMON_PROCESS_RSS: Final = 191 * MiB
 
