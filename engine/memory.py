@@ -216,9 +216,9 @@ class InputsHeld:
     round (1 GB after 24 rejected 64 MB inputs). ``malloc_trim`` (a C call that lets other threads
     run) gives it back; it runs on a thread when the last held input is released."""
 
-    def __init__(self) -> None:
+    def __init__(self, trim: Callable[[], object] | None = None) -> None:
         self.count = 0
-        self._trim = malloc_trim()
+        self._trim = trim if trim is not None else malloc_trim()
 
     def hold(self) -> None:
         self.count += 1

@@ -252,6 +252,13 @@ def test_cli_errors(tmp_path: Path) -> None:
     syntax.write_text("[memory\n")
     broken = run_engine("-c", str(syntax))
     assert broken.returncode == 1 and broken.stderr.startswith(f'Error: failed to load config from "{syntax}"\n\n')
+    # A box cgroup it cannot join: said, nothing served, no box left behind.
+    boxless = run_engine("-c", str(missing), "-l", f"unix://{tmp_path}/s.sock", "--box-cgroup", str(missing))
+    assert boxless.returncode == 1
+    assert boxless.stderr.endswith(
+        f"Error: failed to start the emulated box in {missing}\n\nCaused by:\n"
+        f"    cannot join the memory cgroup {missing}: No such file or directory\n"
+    )
 
 
 def test_port_in_use_is_a_grpc_server_error(engine_factory: Any, tmp_path: Path) -> None:

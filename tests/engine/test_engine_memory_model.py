@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 
@@ -21,7 +22,7 @@ from cuzktui.daemon_facts import (
 from cuzktui.logfilter import EnvFilter
 from cuzktui.units import GiB
 from engine.jobs import ProofRequest
-from engine.memory import Arena, Budget
+from engine.memory import Arena, Budget, InputsHeld
 from engine.pipeline import Engine
 from engine.srs import Residency
 from engine.synthesis import GROWTH_STEPS
@@ -115,3 +116,24 @@ async def test_pce_extraction_working_set_is_freed_before_the_pce_is_kept() -> N
     assert arena.peak_nominal == max(PCE_EXTRACTION_TRANSIENT, POREP.pce_bytes)
     assert arena.nominal_in_use == POREP.pce_bytes
     assert budget.used == POREP.pce_bytes
+
+
+async def test_the_freed_heap_goes_back_once_no_input_is_held() -> None:
+    """gRPC's receive buffers and a parse's are given back when the last input held is released, once."""
+    trimmed = threading.Event()
+    calls: list[int] = []
+
+    def trim() -> None:
+        calls.append(1)
+        trimmed.set()
+
+    held = InputsHeld(trim)
+    held.hold()
+    held.hold()
+    held.release()
+    held.hold()
+    held.release()
+    assert calls == []  # an input is still held
+    held.release()
+    assert await asyncio.to_thread(trimmed.wait, 30)
+    assert calls == [1]
