@@ -221,7 +221,10 @@ class EngineState:
         modelled time; returns the failure (upstream's context text) or None."""
         assert job.reading is not None
         parse_s = timemodel.C1_PARSE_S * min(1.0, job.input_size / 51e6)
-        summary, _ = await asyncio.gather(job.reading, self.clock.sleep(parse_s))
+        try:
+            summary, _ = await asyncio.gather(job.reading, self.clock.sleep(parse_s))
+        except (OSError, RuntimeError) as failure:  # the reader process gone: the emulator's fault, this job's end
+            return InputError(f"task panicked: {failure}")
         job.input, job.digest = summary, summary.digest
         try:
             job.parsed = inputs.check(job.request, summary, path)
