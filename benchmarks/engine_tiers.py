@@ -9,9 +9,14 @@ from the measured real RSS ÷ memory_scale, beside the documented figures. A sam
 model second how many partitions are in each phase (reserved and waiting in the dispatch channel,
 synthesizing, parked for the GPU, in the GPU holding a/b/c, after prove start until finalize) and
 the pinned pool's size, and the table shows them at the highest sample; ``--trace`` prints the
-whole series per tier.
+whole series per tier. The proofs are real-shaped (compact C1s the engine parses and self-checks as
+it would real ones). A row "(sweep)" runs upstream's other measurement of the 384 GiB tier's
+syntheses (one GPU worker, 310 GiB).
 
-    .venv/bin/python benchmarks/engine_tiers.py [--proofs 6] [--time-scale 0.02] [--memory-scale 0.0009765625] [--trace]
+Exit status 1 when a proof failed or a figure is missing, or (not with ``--quick``, three proofs a
+tier) when the 384 GiB peak is within ±15 % of neither of upstream's measurements of its syntheses.
+
+    .venv/bin/python benchmarks/engine_tiers.py [--quick] [--proofs 6] [--time-scale 0.02] [--trace]
 """
 
 from __future__ import annotations
@@ -166,7 +171,8 @@ async def sample_phases(engine: Engine, started: float, time_scale: float, out: 
 
 # Upstream's sweep behind the tiers (extern/cuzk/cuzk-project.md, "Low-Memory Configuration Sweep", 5 proofs
 # at concurrency 5) measured the 384 GiB tier's max_parallel_synthesis 10 twice: 271 GiB with 2 GPU workers
-# (the tier's row) and 310 GiB with 1, "271-310 depending on gw and concurrency" in its own words.
+# (the tier's row) and 310 GiB with 1, "271-310 depending on gw and concurrency" in its own words; at 5
+# and 7 syntheses a second GPU worker changed nothing (170/170, 208/204 GiB).
 SAME_SYNTHESES_ONE_WORKER = RamTier(384, 10, 1, 45.4, 310)
 TOLERANCE = 0.15  # the documented 384 GiB peak, within ±15 % (issue 25 point 7)
 
