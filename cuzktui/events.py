@@ -389,9 +389,6 @@ class DaemonLaunched:
     status_url: str | None = None
     cgroup_path: str | None = None
     memory_limit_bytes: int | None = None
-    # Real bytes the cgroup holds beyond memory_limit_bytes: a benchmark's allowance for the inputs in flight,
-    # which an engine cannot scale down (cuzktui.bench.payload_allowance). The kernel enforces the sum.
-    payload_allowance_bytes: int = 0
     # The engine's [engine] memory_scale (real bytes per nominal byte); None for a real daemon.
     # The model shows an engine's memory in nominal bytes so the charts read as the emulated box.
     memory_scale: float | None = None

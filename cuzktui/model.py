@@ -103,7 +103,6 @@ class DaemonState:
     log_path: str | None = None
     status_url: str | None = None
     memory_limit_bytes: int | None = None
-    payload_allowance_bytes: int = 0  # the cgroup's real bytes beyond the limit for a benchmark's inputs
     cgroup_path: str | None = None  # the memory cgroup the tool made for it
     memory_scale: float | None = None  # the engine's real bytes per nominal byte
     time_scale: float | None = None  # the engine's real seconds per modelled second
@@ -422,7 +421,6 @@ class SessionModel:
                 log_path=event.log_path,
                 status_url=event.status_url,
                 memory_limit_bytes=event.memory_limit_bytes,
-                payload_allowance_bytes=event.payload_allowance_bytes,
                 cgroup_path=event.cgroup_path,
                 memory_scale=event.memory_scale,
                 time_scale=event.time_scale,
@@ -430,9 +428,7 @@ class SessionModel:
                 runs=self.runs(),
             )
             if event.memory_limit_bytes is not None:
-                # What the kernel enforces, as the samples' cgroup limit says it: the limit and the allowance.
-                enforced = event.memory_limit_bytes + event.payload_allowance_bytes
-                self.cgroup_limit.append(event.t, self.nominal(enforced))
+                self.cgroup_limit.append(event.t, self.nominal(event.memory_limit_bytes))
         elif isinstance(event, ev.DaemonReadyObserved):
             d.phase = "ready"
             d.ready_t = event.t

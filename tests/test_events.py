@@ -39,3 +39,17 @@ def test_a_status_snapshot_recorded_before_the_counter_rename_still_reads() -> N
     assert isinstance(snapshot, ev.StatusSnapshot)
     assert (snapshot.status_json_completed, snapshot.status_json_failed) == (7, 2)
     assert "total_failed" not in ev.to_record(snapshot)
+
+
+def test_a_launch_recorded_with_a_payload_allowance_still_reads() -> None:
+    # As sessions wrote it while bench widened an engine's cgroup for its inputs in flight: the box's cgroup
+    # now holds the box alone, and the allowance recorded then is left out.
+    old = {
+        "type": "DaemonLaunched", "t": 100.0, "mode": "engine", "pid": 7, "command": ["cuzk-engine"],
+        "config_path": None, "listen": "unix:///s", "log_path": None, "memory_limit_bytes": 1 << 30,
+        "payload_allowance_bytes": 28 << 20, "memory_scale": 1 / 256,
+    }  # fmt: skip
+    launched = ev.from_record(json.loads(json.dumps(old)))
+    assert isinstance(launched, ev.DaemonLaunched)
+    assert (launched.memory_limit_bytes, launched.memory_scale) == (1 << 30, 1 / 256)
+    assert "payload_allowance_bytes" not in ev.to_record(launched)

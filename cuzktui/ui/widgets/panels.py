@@ -133,14 +133,7 @@ def daemon_content(model: SessionModel, identity: Identity) -> Content:
     if d.budget_total_gib is not None:
         sizes.append(f"budget {d.budget_total_gib} GiB")
     if d.memory_limit_bytes is not None:
-        limit = f"limit {format_size(model.nominal(d.memory_limit_bytes))}"
-        if d.payload_allowance_bytes:
-            # What the kernel enforces first, as the memory chart's limit line says it, then what makes it up
-            # (a narrow panel cuts the end of the line).
-            enforced = format_size(model.nominal(d.memory_limit_bytes + d.payload_allowance_bytes))
-            extra = format_size(model.nominal(d.payload_allowance_bytes))
-            limit = f"limit {enforced} ({limit.removeprefix('limit ')} + {extra} for inputs in flight)"
-        sizes.append(limit)
+        sizes.append(f"limit {format_size(model.nominal(d.memory_limit_bytes))}")
     counts = [
         f"{n} {what}" for n, what in ((d.synth_worker_count, "synth"), (d.gpu_worker_count, "GPU")) if n is not None
     ]
