@@ -21,15 +21,21 @@ from cuzktui.bench import (
     format_summary,
     read_vanilla_file,
     runner_error,
+    with_engine_status,
 )
 from cuzktui.cli import build_parser
 from cuzktui.client import DaemonCallError, DaemonDied
 from cuzktui.commands.bench import request_params
 from cuzktui.controller import BenchRequest
+from cuzktui.daemon_config import read_config
+from cuzktui.daemon_facts import DAEMON_PROCESS_RSS
 from cuzktui.diagnosis import CURIO_SAW
 from cuzktui.planner import cgroup_aware_budget
 from cuzktui.proto import proving_pb2 as pb
+from cuzktui.recording import DaemonRecorder
 from cuzktui.session import LogFollower, SessionWriter, iter_session_events
+from cuzktui.supervisor import Supervisor, engine_program
+from tests.conftest import engine_config_text, require_engine
 
 GiB = 1 << 30
 
@@ -260,6 +266,36 @@ async def test_an_oom_kill_in_the_first_wave_lowers_the_budget_by_the_partitions
         "10 GiB outside the budget); each grows to 16 GiB of RSS once synthesized, so 10 fit"
     )
     assert 'total_budget = "210GiB"' in daemon.configs[-1]
+
+
+async def test_an_engines_memory_outside_the_budget_is_its_boxs_not_its_process_trees(tmp_path: Path) -> None:
+    """What the recovery weighs as the memory outside the budget is what the recorder records as an engine's
+    RSS: its box's (at idle the daemon's own process, DAEMON_PROCESS_RSS), in the box's units. Its process
+    tree × 256 (the interpreter and the input reader, ~10 GiB) admitted one partition fewer than fit."""
+    require_engine()
+    config = with_engine_status(engine_config_text(engine={"mem_total": "256GiB"}), "engine")
+    live = SessionWriter(tmp_path / "live")
+    supervisor = Supervisor(live, engine_program(), listen=f"unix://{tmp_path}/d.sock", start_timeout=60)
+    recorded: list[ev.ObservedEvent] = []
+    recorder = DaemonRecorder(supervisor, recorded.append)
+    try:
+        await supervisor.start(config)
+        await recorder.sample_now()  # as the bench does once the daemon is ready
+    finally:
+        await recorder.stop()
+        await supervisor.close(stop=True)
+        live.close()
+    (idle,) = [e for e in recorded if isinstance(e, ev.MemorySample)]
+    assert idle.rss_bytes == pytest.approx(DAEMON_PROCESS_RSS * read_config(config).engine.memory_scale, rel=0.01)
+    # The issue's kill: 13 partitions in flight in the 256 GiB box, "auto" = 251 GiB.
+    session = SessionWriter(tmp_path / "s")
+    daemon = _ScriptedDaemon(session, survive=[1], causes=["oom_kill"])
+    seen = (*recorded, _status(240 * GiB, 13, 44 * GiB))
+    summary = await _runner(tmp_path, daemon, 4, config=config, seen=seen).run()
+    (restart,) = summary.restarts
+    assert "(240 GiB reserved of 251 GiB; 191 MiB outside the budget)" in restart.explanation
+    # 256 − 5 (margin) − 0.19 − 69.7 (SRS + PCE) leaves room for 11 partitions of 16.3 GiB: 69.7 + 11 × 14.
+    assert restart.total_budget == "224GiB"
 
 
 async def test_a_restart_sets_no_reading_of_the_killed_daemon_against_the_next(tmp_path: Path) -> None:
