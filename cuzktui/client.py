@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, TypeVar
@@ -301,13 +302,24 @@ def _resident_srs(document: dict[str, Any]) -> tuple[str, ...] | None:
     return tuple(str(entry["circuit_id"]) for entry in allocations["srs"])
 
 
+def engine_memory_scale(document: dict[str, Any]) -> float | None:
+    """cuzk-engine's own ``emulated_box`` (engine/views.py) says the daemon is the engine: its memory_scale
+    (real bytes per byte of the box it emulates); None for the real daemon's document, or a malformed one."""
+    box = document.get("emulated_box")
+    try:
+        scale = float(box["memory_scale"]) if isinstance(box, dict) else None
+    except (KeyError, TypeError, ValueError):
+        return None
+    return scale if scale is not None and 0 < scale < math.inf else None
+
+
 def engine_rss_bytes(document: dict[str, Any]) -> int | None:
     """cuzk-engine's own ``emulated_box`` (engine/views.py): the RSS of the box it emulates (the model's
     allocations and the daemon's process) in real bytes (× its memory_scale, a MemorySample's units);
     None for the real daemon's document, or a malformed one."""
-    box = document.get("emulated_box")
+    scale = engine_memory_scale(document)
     try:
-        return round(int(box["rss_bytes"]) * float(box["memory_scale"])) if isinstance(box, dict) else None
+        return None if scale is None else round(int(document["emulated_box"]["rss_bytes"]) * scale)
     except (KeyError, TypeError, ValueError):
         return None
 

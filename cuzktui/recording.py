@@ -79,14 +79,21 @@ class DaemonRecorder:
             rss = self._engine_rss()
             memory.set_reported_rss(rss)
             samples.extend(self._engine_view(sample, rss is not None) for sample in memory.sample())
+        elif self.supervisor.mode == "attached" and self.supervisor.pid is None:
+            # An engine attached to with no pid to watch (another user's, or across TCP): its box is still
+            # charted, from its /status; a real daemon's process is not there to measure.
+            rss = self._engine_rss()
+            if rss is not None:
+                samples.append(ev.MemorySample(time.time(), rss, None, None, *self._budget))
         samples.extend(self._gpu.sample(memory.tree_pids() if memory is not None else ()))
         return samples
 
     def _engine_rss(self) -> int | None:
-        """A launched engine's box RSS now (its /status, read with this sample: the box changes faster
-        than a second's poll would follow), in real bytes; None for a real daemon or without an answer."""
+        """An engine's box RSS now, launched or attached to (its /status, read with this sample: the box
+        changes faster than a second's poll would follow), in real bytes; None for a real daemon (its
+        /status is not read twice a second) or without an answer."""
         s = self.supervisor
-        if s.mode != "engine" or not s.status_url:
+        if s.memory_scale is None or not s.status_url:
             return None
         try:
             document = asyncio.run(fetch_status_json(s.status_url, timeout=self.interval))
@@ -104,12 +111,13 @@ class DaemonRecorder:
         return self._memory
 
     def _engine_view(self, sample: ev.ObservedEvent, reported_rss: bool) -> ev.ObservedEvent:
-        """An engine outside a cgroup of its own shares this machine's: that usage, scaled up to the
-        emulated box, would mean nothing (a 24 GiB laptop container read as a 6 TiB box), so drop it.
+        """An engine outside a cgroup of its own (one attached to is in whatever group it was started in)
+        shares this machine's: that usage, scaled up to the emulated box, would mean nothing (a 24 GiB
+        laptop container read as a 6 TiB box), so drop it.
         Its process tree's RSS is not the box's either (the interpreter, the inputs in flight): until
         its /status reports the box's, it has none."""
         s = self.supervisor
-        if s.mode != "engine" or not isinstance(sample, ev.MemorySample):
+        if s.memory_scale is None or not isinstance(sample, ev.MemorySample):
             return sample
         if s.cgroup is None:
             sample = replace(sample, cgroup_usage_bytes=None, cgroup_limit_bytes=None)

@@ -205,6 +205,41 @@ async def test_the_recorder_takes_the_liveness_probes_fresh_answer_instead_of_as
         await supervisor.close(stop=False)
 
 
+@pytest.mark.parametrize("pid_visible", [True, False], ids=["pid", "no-pid"])
+async def test_an_engine_attached_to_is_charted_as_its_box_not_its_process_tree(
+    tmp_path: Path, start_engine: Any, monkeypatch: pytest.MonkeyPatch, pid_visible: bool
+) -> None:
+    """An engine's memory is its box's (its /status ``emulated_box``) whatever watches it: attached, as
+    when launched, the chart reads the daemon's own process (DAEMON_PROCESS_RSS) at idle in the box's
+    bytes, not its interpreter and input reader (~65 MB, 16 GiB × 256) nor the host's cgroup × 256; with
+    no pid to watch, the box is still charted. The session says the scale, so its replay reads the same."""
+    from cuzktui.daemon_facts import DAEMON_PROCESS_RSS
+    from cuzktui.session import load_session
+    from cuzktui.supervisor import free_loopback_port
+    from tests.conftest import engine_config_text
+
+    if not pid_visible:
+        monkeypatch.setattr("cuzktui.supervisor.listener_pid", lambda address: None)
+    status = f"127.0.0.1:{free_loopback_port()}"
+    engine: EngineHandle = await start_engine(engine_config_text(daemon={"status_listen": status}))
+    target = AttachTarget(engine.address, status_url=status)
+    options = LiveOptions(program=None, session_dir=tmp_path / "session", attach=target, sample_interval=0.2)
+    controller = LiveController(options)
+    await controller.start()
+    model = controller.model
+    try:
+        await polled_until(controller, lambda: model.rss.last() is not None, "an RSS sample")
+        assert model.daemon.memory_scale == 1 / 256 and model.daemon.pid == (engine.proc.pid if pid_visible else None)
+        rss = model.rss.last()
+        assert rss is not None and rss[1] == pytest.approx(DAEMON_PROCESS_RSS, rel=0.01)
+        assert model.cgroup_usage.last() is None and model.cgroup_limit.last() is None
+    finally:
+        await controller.shutdown(stop_daemon=False)
+    _, replayed = load_session(tmp_path / "session", cache=False)
+    replayed_rss = replayed.rss.last()
+    assert replayed_rss is not None and replayed_rss[1] == pytest.approx(DAEMON_PROCESS_RSS, rel=0.01)
+
+
 async def test_a_hung_daemon_is_said_to_stop_answering_and_to_answer_again(
     tmp_path: Path, running_engine: EngineHandle, monkeypatch: pytest.MonkeyPatch
 ) -> None:
