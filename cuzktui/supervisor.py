@@ -419,6 +419,10 @@ class Supervisor:
         self._client: DaemonClient | None = None
         self._launch_offset = 0
         self._oom_before: int | None = None
+        # The processes in the daemon's memory cgroup once it served (an engine's box, engine/box.py; the
+        # daemon itself under cgexec): the kernel's OOM lines name the process killed, which for an engine is
+        # its box, not the pid watched.
+        self._cgroup_pids: tuple[int, ...] = ()
         self._sent_signals: list[int] = []
         self.liveness_interval = LIVENESS_INTERVAL_S
         self._liveness_task: asyncio.Task[None] | None = None
@@ -534,6 +538,7 @@ class Supervisor:
             os.close(log_fd)
         self.pid = self._proc.pid
         self.memory_scale = launched.engine.memory_scale if self.program.mode == "engine" else None
+        self._cgroup_pids = ()
         self._sent_signals = []
         self._handover = None
         launched_t = self.run_began = time.time()
@@ -800,6 +805,9 @@ class Supervisor:
                 )
             with contextlib.suppress(ClientError):
                 await self.client.get_status(timeout=min(2.0, remaining))
+                if self.cgroup is not None:  # an engine's box joined it before the engine served
+                    with contextlib.suppress(OSError):
+                        self._cgroup_pids = tuple(self.cgroup.pids())
                 ready = ev.DaemonReadyObserved(t=time.time(), pid=self.pid, startup_s=time.time() - launched_t)
                 self._emit(ready)
                 return ready
@@ -840,7 +848,7 @@ class Supervisor:
         oom_after = self.cgroup.oom_kill_count() if self.cgroup is not None and self.program is not None else None
         kernel = None
         if (returncode is None or returncode == -signal.SIGKILL) and self.pid is not None:
-            kernel = await asyncio.to_thread(kernel_oom_evidence, self.pid)
+            kernel = await asyncio.to_thread(kernel_oom_evidence, {self.pid, *self._cgroup_pids})
         await self._catch_up_log()  # the daemon's last lines, a fatal report among them
         exit = classify_exit(
             t=ended_t,

@@ -25,7 +25,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -419,18 +419,24 @@ def _enable_v2_memory(parent: Path) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def kernel_oom_evidence(pid: int, *, dmesg: Sequence[str] | None = ("dmesg",), kmsg_path: Path = KMSG) -> str | None:
-    """The kernel log lines saying ``pid`` was OOM-killed, or None. Best effort; never raises.
+def kernel_oom_evidence(
+    pids: Collection[int], *, dmesg: Sequence[str] | None = ("dmesg",), kmsg_path: Path = KMSG
+) -> str | None:
+    """The kernel log lines saying one of ``pids`` was OOM-killed, or None. Best effort; never raises.
 
-    Tries ``dmesg`` first, then reads ``/dev/kmsg`` without blocking (both usually need root or
-    ``kernel.dmesg_restrict = 0``).
+    The kernel names the process it killed: the daemon, or the process of its that held the memory (an
+    engine's box, engine/box.py). Tries ``dmesg`` first, then reads ``/dev/kmsg`` without blocking (both
+    usually need root or ``kernel.dmesg_restrict = 0``).
     """
+    if not pids:
+        return None
     text = _dmesg_text(dmesg) if dmesg else None
     if text is None:
         text = _kmsg_text(kmsg_path)
     if text is None:
         return None
-    killed = re.compile(rf"Killed process {pid}\b|oom-kill:.*\bpid={pid}\b")
+    pid = "|".join(str(p) for p in sorted(pids))
+    killed = re.compile(rf"Killed process (?:{pid})\b|oom-kill:.*\bpid=(?:{pid})\b")
     lines = [line.strip() for line in text.splitlines() if killed.search(line)]
     return "\n".join(lines) if lines else None
 
@@ -595,7 +601,7 @@ def memprobe(
     if cgroup is not None and cgroup.oom_kill_count() > ooms_before:
         evidence.append(f"{cgroup.path}: oom_kill {cgroup.oom_kill_count()}")
     if killed:
-        kernel = kernel_oom_evidence(child.pid)
+        kernel = kernel_oom_evidence((child.pid,))
         evidence.append(kernel or f"child {child.pid} was killed by SIGKILL")
     return ProbeResult(
         allocated_bytes=allocated,

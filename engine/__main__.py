@@ -204,6 +204,7 @@ async def serve(config: Config, listen: str, log: Logger, reader: InputReader, b
             tracing.DAEMON,
             "cuzk-engine: the emulated box's memory is held in its own cgroup",
             ("cgroup", str(box_cgroup)),
+            ("box_pid", memory.pid),
         )
     engine = Engine(config, log, memory)
     engine.read_input = reader.read

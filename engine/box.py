@@ -56,10 +56,11 @@ class BoxError(RuntimeError):
 class BoxMemory:
     """The engine's side: blocks mapped in the box process (the arena's memory, engine/memory.py)."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, cgroup: Path) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, cgroup: Path, pid: int) -> None:
         self._reader = reader
         self._writer = writer
         self.cgroup = cgroup
+        self.pid = pid  # the process the kernel names when it OOM-kills the box
         self._ids = iter(range(1, 1 << 62))
         self._mapped: dict[int, asyncio.Future[None]] = {}
         self._watch: asyncio.Task[None] | None = None
@@ -85,7 +86,7 @@ class BoxMemory:
             if isinstance(error, BoxError):
                 raise
             raise BoxError(f"the box process exited as it started (status {status})") from None
-        box = cls(reader, writer, cgroup)
+        box = cls(reader, writer, cgroup, proc.pid)
         box._watch = asyncio.get_running_loop().create_task(box._answers())
         return box
 

@@ -134,6 +134,17 @@ def memory_cgroup_or_skip() -> None:
     probe.remove()
 
 
+def kernel_log_or_skip() -> None:
+    """Skip unless this user may read the kernel log with dmesg (root, or kernel.dmesg_restrict = 0), where
+    the kernel says which process it OOM-killed."""
+    try:
+        done = subprocess.run(["dmesg"], capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError) as error:
+        pytest.skip(f"the kernel log is not readable here: {error}")
+    if done.returncode != 0:
+        pytest.skip(f"the kernel log is not readable here: {done.stderr.decode(errors='replace').strip()}")
+
+
 @dataclass(frozen=True)
 class EngineHandle:
     address: str

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import random
+import re
 import signal
 import stat
 from collections.abc import AsyncIterator
@@ -30,7 +31,7 @@ from cuzktui.supervisor import (
     free_loopback_port,
 )
 from cuzktui.system import read_cgroup_memory
-from tests.conftest import engine_config_text, memory_cgroup_or_skip, post_vanilla, require_engine
+from tests.conftest import engine_config_text, kernel_log_or_skip, memory_cgroup_or_skip, post_vanilla, require_engine
 
 FATAL = 'Error: failed to load config from "/x/cuzk.toml"\n\nCaused by:\n    TOML parse error at line 1, column 10\n'
 GiB = 1 << 30
@@ -212,9 +213,8 @@ async def test_a_bad_config_is_an_error_exit_with_its_report(
     assert not any(isinstance(e, ev.ConfigApplied) for e in seen)
 
 
-async def test_oom_kill_in_a_memory_cgroup_is_diagnosed(tmp_path: Path) -> None:
-    require_engine()
-    memory_cgroup_or_skip()
+async def _oom_killed_engine(tmp_path: Path) -> tuple[Supervisor, ev.DaemonExited]:
+    """An engine OOM-killed in a 1 GiB memory cgroup (closed: its cgroup removed), and its exit's diagnosis."""
     session = SessionWriter(tmp_path / "session")
     supervisor = Supervisor(
         session, engine_program(), listen=f"unix://{tmp_path}/d.sock", memory_limit=1 * GiB, start_timeout=60
@@ -235,9 +235,31 @@ async def test_oom_kill_in_a_memory_cgroup_is_diagnosed(tmp_path: Path) -> None:
     finally:
         await supervisor.close(stop=True)
         session.close()
+    return supervisor, exit
+
+
+async def test_oom_kill_in_a_memory_cgroup_is_diagnosed(tmp_path: Path) -> None:
+    require_engine()
+    memory_cgroup_or_skip()
+    supervisor, exit = await _oom_killed_engine(tmp_path)
     assert (exit.cause, exit.signal) == ("oom_kill", signal.SIGKILL)
     assert any("oom_kill 0 → 1" in e for e in exit.evidence), exit.evidence
     assert supervisor.cgroup is None  # removed at close
+
+
+async def test_the_kernels_word_on_an_engines_oom_kill_names_its_box(tmp_path: Path) -> None:
+    """The kernel kills the engine's box (the one process in its cgroup, engine/box.py), and the engine then
+    kills itself: the kernel's lines name the box's pid, which the engine logs, not the engine's."""
+    require_engine()
+    memory_cgroup_or_skip()
+    kernel_log_or_skip()
+    supervisor, exit = await _oom_killed_engine(tmp_path)
+    logged = re.search(r"held in its own cgroup .*\bbox_pid=(\d+)", supervisor.session.daemon_log_path.read_text())
+    assert logged is not None
+    box = int(logged[1])
+    assert box != exit.pid and exit.cause == "oom_kill"
+    assert any(f"Killed process {box} (" in e for e in exit.evidence), exit.evidence
+    assert not any(f"Killed process {exit.pid} " in e for e in exit.evidence), "the engine killed itself"
 
 
 def test_free_loopback_ports_stay_out_of_the_kernels_ephemeral_range() -> None:

@@ -89,22 +89,35 @@ def test_this_machine_facts_are_consistent() -> None:
 
 def test_kernel_oom_evidence_finds_only_that_pid() -> None:
     kmsg = DATA / "kmsg.txt"
-    evidence = system.kernel_oom_evidence(4242, dmesg=None, kmsg_path=kmsg)
+    evidence = system.kernel_oom_evidence((4242,), dmesg=None, kmsg_path=kmsg)
     assert evidence is not None
     lines = evidence.splitlines()
     assert len(lines) == 2
     assert "pid=4242" in lines[0]
     assert "Killed process 4242 (cuzk-daemon)" in lines[1]
-    assert system.kernel_oom_evidence(424, dmesg=None, kmsg_path=kmsg) is None
+    assert system.kernel_oom_evidence((424,), dmesg=None, kmsg_path=kmsg) is None
+
+
+def test_kernel_oom_evidence_of_an_engine_names_its_box() -> None:
+    """An engine's box (engine/box.py) is the process the kernel kills in its cgroup; the engine (5150)
+    then kills itself, which the kernel never names."""
+    kmsg = DATA / "kmsg.txt"
+    assert system.kernel_oom_evidence((5150,), dmesg=None, kmsg_path=kmsg) is None
+    evidence = system.kernel_oom_evidence({5150, 5151}, dmesg=None, kmsg_path=kmsg)
+    assert evidence is not None
+    lines = evidence.splitlines()
+    assert len(lines) == 2 and "task=python3,pid=5151," in lines[0]
+    assert "Memory cgroup out of memory: Killed process 5151 (python3)" in lines[1]
+    assert system.kernel_oom_evidence((), dmesg=None, kmsg_path=kmsg) is None
 
 
 def test_kernel_oom_evidence_prefers_dmesg_and_never_raises(tmp_path: Path) -> None:
     script = tmp_path / "fake_dmesg.py"
     script.write_text("print('[ 1.0] Memory cgroup out of memory: Killed process 7 (x) total-vm:1kB')\n")
-    found = system.kernel_oom_evidence(7, dmesg=(sys.executable, str(script)), kmsg_path=tmp_path / "none")
+    found = system.kernel_oom_evidence((7,), dmesg=(sys.executable, str(script)), kmsg_path=tmp_path / "none")
     assert found is not None and "Killed process 7 (x)" in found
     # Neither source readable: no evidence, no exception.
-    assert system.kernel_oom_evidence(7, dmesg=("/nonexistent/dmesg",), kmsg_path=tmp_path / "none") is None
+    assert system.kernel_oom_evidence((7,), dmesg=("/nonexistent/dmesg",), kmsg_path=tmp_path / "none") is None
 
 
 def test_memprobe_with_a_given_limit_stops_at_the_safety_distance() -> None:
