@@ -53,9 +53,10 @@ async def test_a_killed_box_is_marked_unreachable_and_the_others_stay_live(
         def all_up() -> bool:
             for r in boxes.values():
                 assert r.proc.poll() is None, r.stderr()
-            return all(state(name) == "up" and app.row_of(name)[4] != "—" for name in boxes)
+            # An engine's RSS is its box's, read from its /status: until that answers, a box shows only its limit.
+            return all(state(name) == "up" and not app.row_of(name)[4].startswith("—") for name in boxes)
 
-        await until(pilot, "every box up with its memory figures", all_up)
+        await until(pilot, "every box up with its RSS and limit", all_up)
 
         victim = boxes["box256"]
         victim.proc.kill()
@@ -72,7 +73,8 @@ async def test_a_killed_box_is_marked_unreachable_and_the_others_stay_live(
         views = {v.box.name: v for v in monitor.views}
         last = views["box256"].reading
         assert last is not None and last.t <= killed_at  # its last good figures, from before the kill, kept
-        assert last.rss_bytes is not None and row[4] == row_cells(views["box256"])[4] != "—"
+        # (Its RSS may be missing from that reading: a /status read that timed out on a busy core leaves a gap.)
+        assert last.limit_bytes is not None and row[4] == row_cells(views["box256"])[4] != "—"
         assert monitor.open_command(views["box256"]) == "box256 is unreachable: its dashboard cannot be opened now"
         assert monitor.open_command(views["box512"])[:2] == ("cuzk-tui", "attach")
 
