@@ -161,11 +161,18 @@ def planned_stop(model: SessionModel) -> tuple[str, str] | None:
     any other end, and once the start that was to follow the stop failed: a daemon that is not coming back."""
     d = model.daemon
     exit = d.exit
-    if d.phase != "dead" or exit is None or exit.handover is None:
-        return None
-    if d.start_error is not None and d.start_error.t >= exit.t:
+    if d.phase != "dead" or exit is None or exit.handover is None or start_failed_since_exit(model):
         return None
     return ("RESTARTING" if exit.handover.startswith(ev.RESTARTING_TO_APPLY) else "HANDED OVER"), exit.handover
+
+
+def start_failed_since_exit(model: SessionModel) -> bool:
+    """Whether the tool's last try to start the daemon failed with none running since: never started, or not
+    started again after its last exit (a restart to apply a config whose start failed)."""
+    d = model.daemon
+    if d.start_error is None or d.phase not in ("none", "dead"):
+        return False
+    return d.exit is None or d.start_error.t >= d.exit.t
 
 
 def apply_stage(model: SessionModel, runs_before: int) -> str:
@@ -191,7 +198,7 @@ def status_line(model: SessionModel, clock: ReplayClock | None) -> str:
         state = "NOT PROVING since a SIGINT: restart it"
     elif (planned := planned_stop(model)) is not None:
         state = planned[1]  # a restart to apply a config, a hand-over either way: never a death
-    elif daemon.phase == "none" and daemon.start_error is not None:
+    elif start_failed_since_exit(model):
         state = "NOT STARTED"
     if clock is None:
         return state

@@ -184,7 +184,13 @@ def test_a_restart_to_apply_a_config_is_said_so_not_dead_until_the_start_after_i
     panel = daemon_content(model, identity).plain.splitlines()
     assert panel[1].startswith("RESTARTING  pid 7") and panel[2].strip() == "restarting to apply config v2", panel
     assert "DEAD" not in "\n".join(panel)
-    # Its next run is the daemon again; a start that fails before one is launched leaves a dead daemon.
+    # A start that fails before one is launched leaves no daemon: not started, and the stop no longer "restarting".
     model.apply(ev.StartFailed(T0 + 61, "the daemon did not start: [Errno 2] No such file or directory"))
-    assert status_line(model, None) == "DEAD"
-    assert daemon_content(model, identity).plain.splitlines()[1].startswith("DEAD  pid 7")
+    assert status_line(model, None) == "NOT STARTED"
+    panel = daemon_content(model, identity).plain.splitlines()
+    assert panel[1].startswith("DEAD  pid 7"), panel
+    assert panel[2].strip() == "stopped to apply config v2; the start after it failed", panel
+    # The next launch that serves is the daemon again.
+    model.apply(ev.DaemonLaunched(T0 + 90, "engine", 9, ("cuzk-engine",), None, "127.0.0.1:9820", None))
+    model.apply(ev.DaemonReadyObserved(T0 + 91, 9, 1.0))
+    assert status_line(model, None) == "ready"

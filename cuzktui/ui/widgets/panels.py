@@ -19,7 +19,15 @@ from ... import events as ev
 from ...advice import knob_hints
 from ...controller import Identity
 from ...diagnosis import client_view
-from ...figures import bench_per_hour, clock_label, not_proving, planned_stop, proof_counts, session_rate
+from ...figures import (
+    bench_per_hour,
+    clock_label,
+    not_proving,
+    planned_stop,
+    proof_counts,
+    session_rate,
+    start_failed_since_exit,
+)
 from ...model import SessionModel
 from ...units import format_duration as duration
 from ...units import format_size
@@ -111,7 +119,8 @@ def daemon_content(model: SessionModel, identity: Identity) -> Content:
         # The diagnosis first: on a short terminal it is what must stay visible. An exit the
         # operator asked for is reported, not alarmed about.
         expected = d.exit.cause in ("stopped", "clean")
-        parts += [(f" {_exit_headline(d.exit)} ", "bold" if expected else "bold reverse $error"), "\n"]
+        headline = _exit_headline(d.exit, restart_failed=start_failed_since_exit(model))
+        parts += [(f" {headline} ", "bold" if expected else "bold reverse $error"), "\n"]
         if d.exit.root_cause:
             # Right under the headline: the panel is a few lines high, and this is what to act on.
             why = d.exit.root_cause.splitlines()
@@ -161,8 +170,12 @@ def start_error_content(model: SessionModel) -> Content | None:
     return Content.assemble((" NOT STARTED ", "bold reverse $error"), " ", (failed.text, "$error"))
 
 
-def _exit_headline(exit: ev.DaemonExited) -> str:
+def _exit_headline(exit: ev.DaemonExited, *, restart_failed: bool) -> str:
     if exit.handover is not None:
+        if restart_failed and exit.handover.startswith(ev.RESTARTING_TO_APPLY):
+            # Its restart did not happen: say what the stop was for, and that the start after it failed.
+            applying = exit.handover.removeprefix(ev.RESTARTING_TO_APPLY)
+            return f"stopped to apply config{applying}; the start after it failed"
         return exit.handover
     how = f"exit {exit.returncode}" if exit.returncode is not None else ""
     if exit.signal is not None:
