@@ -1,16 +1,49 @@
-"""Fixtures for the app's tests: the fixed scenario, and an environment snapshots can trust."""
+"""Fixtures for the app's tests: the fixed scenario, an environment snapshots can trust, and a pilot
+that waits until the app has handled everything a key or a change set off."""
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
+from textual.message_pump import MessagePump
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 
 from tests.ui.fakes import Timed, scenario
+
+_wait_for_screen = Pilot._wait_for_screen
+
+
+def _pumps(app: Any) -> Iterator[MessagePump]:
+    yield app
+    for screen in app.screen_stack:
+        yield from screen.walk_children(with_self=True)
+
+
+async def _wait_until_settled(self: Pilot[Any], timeout: float = 30.0) -> bool:
+    """Textual's ``Pilot._wait_for_screen``, repeated until no message is left anywhere.
+
+    Textual's waits for the messages queued when it was called; what their handlers post in turn (an
+    Input's Changed bubbling to its field and on to the screen, a screen pushed) is left to
+    ``wait_for_idle``, which guesses from CPU time that the app is idle: on a starved core, where the
+    process is not scheduled at all, it guesses so at once, and a test asserting what those messages
+    do failed now and then with both cores busy (17 such tests in tests/ui, found by making the
+    guess return at once). Every ``press``, ``click`` and ``pause`` goes through here.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        if not await _wait_for_screen(self, max(deadline - loop.time(), 0.001)):
+            return False
+        if all(pump.message_queue_size == 0 for pump in _pumps(self.app)):
+            return True
+
+
+Pilot._wait_for_screen = _wait_until_settled  # type: ignore[method-assign]
 
 
 @pytest.fixture(autouse=True)
