@@ -34,6 +34,22 @@ from cuzktui.supervisor import engine_program
 TEST_TIME_SCALE = 0.003
 ENGINE_READY_TIMEOUT_S = 60.0
 
+# The suite runs on pytest-xdist workers (pyproject's addopts): syrupy's unused-snapshot check across them.
+pytest_plugins = ("tests.xdist_snapshots",)
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """Workers for ``-n auto``: twice the cores this process may use. Most of the suite's wall time is
+    tests waiting (on an engine at a time scale, a daemon starting, a screen settling), not computing:
+    a second worker per core runs while the first waits (CONTRIBUTING.md has the measurements)."""
+    return 2 * len(os.sched_getaffinity(0))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow tests first (stable otherwise): under xdist the last tests handed out set the end of
+    the run, and a long one there runs alone while the other workers have finished."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
 
 @functools.cache
 def small_c1(miner_id: int = 1000, sector_num: int = 1) -> bytes:

@@ -80,6 +80,7 @@ def _mutated_log(lines: int, seed: int) -> bytes:
     return b"\n".join(out) + b"\n"
 
 
+@pytest.mark.slow
 def test_a_million_mutated_log_lines_go_through_parser_and_model_without_an_exception(tmp_path: Path) -> None:
     log = tmp_path / "daemon.log"
     data = _mutated_log(FUZZ_LINES, seed=10)
@@ -295,6 +296,7 @@ async def test_a_full_disk_while_recording_is_said_once_and_the_daemon_is_watche
         shutil.rmtree(socket_dir, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_a_flooded_log_is_followed_in_bounded_polls_and_an_endless_line_in_pieces(tmp_path: Path) -> None:
     session = SessionWriter(tmp_path / "session")
     real = [line for line in FIXTURE.read_bytes().splitlines(keepends=True) if line.strip()]

@@ -206,6 +206,7 @@ def test_the_table_shows_changes_rate_and_spread_peak_against_limit_ooms_and_pri
     assert table[4].split()[3] == "-" and "(repeat of trial 2)" in table[4]  # one round: no spread of its own
 
 
+@pytest.mark.slow
 def test_a_short_search_on_the_engine_as_a_256_gib_box_beats_the_starting_config(tmp_path: Path) -> None:
     require_engine()
     memory_cgroup_or_skip()
