@@ -91,17 +91,21 @@ class KnobField(Vertical):
         self._initial_value = value
         self._editor_disabled = disabled
         self.problems: list[Problem] = []
+        # The editor and the problem line, kept: the screen reads and checks every field on each edit.
+        self._editor: Input | Switch
+        self._problem_line = Static(classes="knob--problem")
 
     def compose(self) -> ComposeResult:
         k = self.knob
         with Horizontal():
             yield Label(k.key + (f" [{k.units}]" if k.units else ""), markup=False, classes="knob--name")
             if k.type is KnobType.BOOL:
-                yield Switch(bool(self._initial_value), disabled=self._editor_disabled, classes="knob--editor")
+                self._editor = Switch(bool(self._initial_value), disabled=self._editor_disabled, classes="knob--editor")
+                yield self._editor
                 # A switch's knob position alone does not say which way is on (nor in NO_COLOR): name it.
                 yield Label(json.dumps(bool(self._initial_value)), classes="knob--bool")
             else:
-                yield Input(
+                self._editor = Input(
                     value_text(self._initial_value),
                     placeholder=value_text(k.default) or "(unset)",
                     suggester=SuggestFromList(LEVELS) if k.type is KnobType.LEVEL else None,
@@ -109,9 +113,10 @@ class KnobField(Vertical):
                     compact=True,
                     classes="knob--editor",
                 )
+                yield self._editor
         yield Static(self._badge() + k.summary, classes="knob--summary")
         yield Static(self._badge() + self._help_text(), classes="knob--help")
-        yield Static(classes="knob--problem")
+        yield self._problem_line
 
     def _badge(self) -> Content:
         badge = _BADGES.get(self.knob.status)
@@ -136,18 +141,18 @@ class KnobField(Vertical):
 
     def value(self) -> Any:
         """The field's value as TOML; KnobValueError when the text is not of the knob's type."""
-        if self.knob.type is KnobType.BOOL:
-            return self.query_one(Switch).value
-        text = self.query_one(Input).value
+        if isinstance(self._editor, Switch):
+            return self._editor.value
+        text = self._editor.value
         if not text.strip() and self.knob.default is None:
             return None  # a knob the daemon only reads to warn about: leave it out of the file
         return parse_cli_value(self.knob, text)
 
     def set_value(self, value: Any) -> None:
-        if self.knob.type is KnobType.BOOL:
-            self.query_one(Switch).value = bool(value)
+        if isinstance(self._editor, Switch):
+            self._editor.value = bool(value)
         else:
-            self.query_one(Input).value = value_text(value)
+            self._editor.value = value_text(value)
         self.check()
 
     def check(self, context: Sequence[Problem] = ()) -> list[Problem]:
@@ -164,14 +169,14 @@ class KnobField(Vertical):
         self.problems = [
             p for p in problems if p.severity is Severity.ERROR or (p.severity is Severity.WARNING and not ignored)
         ]
-        line = self.query_one(".knob--problem", Static)
+        line = self._problem_line
         errors = [p for p in self.problems if p.severity is Severity.ERROR]
         shown = errors or self.problems
         line.set_class(bool(errors), "-error")
         line.set_class(bool(shown) and not errors, "-warning")
         line.update(("✗ " if errors else "! ") + shown[0].message if shown else "")
-        for editor in self.query(Input):
-            editor.set_class(bool(errors), "-invalid")
+        if isinstance(self._editor, Input):
+            self._editor.set_class(bool(errors), "-invalid")
         return self.problems
 
     @property
@@ -244,6 +249,8 @@ class KnobsScreen(Screen[None]):
         self._runs_before = 0
         self._daemon_version = -1
         self._pending_fill: dict[str, Any] = {}
+        self._fields: list[KnobField] = []
+        self._recheck_due = False
 
     def compose(self) -> ComposeResult:
         yield screen_header(self.app)
@@ -254,9 +261,11 @@ class KnobsScreen(Screen[None]):
                     title = escape(f"[{section}]") + (" — cuzk-engine only" if section == "engine" else "")
                     with Collapsible(title=title, collapsed=False, id=f"section-{section}"):
                         for k in knobs:
-                            yield KnobField(
+                            field = KnobField(
                                 k, self._running_values.get(k.name, k.default), disabled=self.controller.read_only
                             )
+                            self._fields.append(field)
+                            yield field
             with Vertical(id="knobs-side"):
                 yield Static("Changes (running → new)", id="knobs-diff-title")
                 yield Static(id="knobs-diff")
@@ -276,11 +285,14 @@ class KnobsScreen(Screen[None]):
 
     @property
     def fields(self) -> list[KnobField]:
-        return list(self.query(KnobField))
+        # Kept from compose, not queried: every edit reads every field several times.
+        return self._fields
 
     def field(self, name: str) -> KnobField:
-        section, _, key = name.partition(".")
-        return self.query_one(f"#knob-{section}-{key}", KnobField)
+        for field in self._fields:
+            if field.knob.name == name:
+                return field
+        raise KeyError(name)
 
     # ---- the form -----------------------------------------------------------------------
 
@@ -300,7 +312,7 @@ class KnobsScreen(Screen[None]):
 
         Callable before the screen was ever shown: the values wait for the form to exist.
         """
-        if not self.query(KnobField):
+        if not self._fields:
             self._pending_fill.update(values)
             return
         unknown = []
@@ -316,6 +328,14 @@ class KnobsScreen(Screen[None]):
     @on(Input.Changed)
     @on(Switch.Changed)
     def _edited(self) -> None:
+        # One check of the whole form for a burst of changes (every field says Changed as it mounts, a
+        # fill or a revert sets many): each check reads and validates every field.
+        if not self._recheck_due:
+            self._recheck_due = True
+            self.call_later(self._recheck)
+
+    def _recheck(self) -> None:
+        self._recheck_due = False
         self._show_changes()
 
     def _check_fields(self) -> None:
