@@ -46,9 +46,20 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slow tests first (stable otherwise): under xdist the last tests handed out set the end of
-    the run, and a long one there runs alone while the other workers have finished."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    """The slow tests first in every worker's share. xdist's worksteal hands each of n workers an
+    n-th of the collection in order, then moves tests from the end of the longest queue to a worker
+    that ran out: a long test met late runs alone at the end while the others have finished. So the
+    order is n shares, each the slow tests dealt to it followed by its part of the rest, in order."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    rest = [item for item in items if item.get_closest_marker("slow") is None]
+    cuts = [len(items) * k // workers for k in range(workers + 1)]
+    shares: list[list[pytest.Item]] = [slow[k::workers] for k in range(workers)]
+    for k, share in enumerate(shares):
+        take = max(cuts[k + 1] - cuts[k] - len(share), 0)
+        share.extend(rest[:take])
+        del rest[:take]
+    items[:] = [item for share in shares for item in share] + rest
 
 
 @functools.cache
