@@ -212,6 +212,7 @@ async def test_at_80x24_every_field_is_on_screen_with_its_label() -> None:
         assert box.allow_focus()
         box.focus()
         await pilot.press("end")
+        await pilot.wait_for_scheduled_animations()  # the scroll to the end is animated: not a message to wait on
         await pilot.pause()
         lines = [strip.text.strip() for strip in app.screen._compositor.render_strips()]
         shown = lines[box.region.y : box.region.bottom]
