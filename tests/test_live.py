@@ -27,7 +27,7 @@ from cuzktui.live import (
 from cuzktui.supervisor import DaemonProgram, choose_program
 from cuzktui.units import GiB
 from tests.conftest import engine_config_text, memory_cgroup_or_skip, require_engine, standin_daemon_on_path
-from tests.test_attach import launched_engine, polled_until
+from tests.test_attach import launched_engine, polled_until, until
 
 
 def test_a_first_config_is_valid_loopback_only_and_an_engine_reads_the_default_box(tmp_path: Path) -> None:
@@ -291,9 +291,16 @@ def _flood_log(path: Path, jobs: int) -> int:
     return len(lines[0])
 
 
-def _attached(tmp_path: Path, log: Path) -> LiveController:
+async def _attached(tmp_path: Path, log: Path) -> LiveController:
+    """A controller attached to ``log`` (no daemon answers), once its attach is in the session's events.jsonl:
+    until a record there is read, every log line could still be preceded by one and the live merge holds
+    them all back (SessionFollower._holding), which the start's tasks leave to chance on a busy core."""
     target = AttachTarget(f"unix://{tmp_path}/nothing.sock", log_path=str(log))
-    return LiveController(LiveOptions(program=None, attach=target, session_dir=tmp_path / "s"))
+    controller = LiveController(LiveOptions(program=None, attach=target, session_dir=tmp_path / "s"))
+    await controller.start()
+    events = tmp_path / "s" / "events.jsonl"
+    await until(lambda: events.exists() and b'"DaemonLaunched"' in events.read_bytes(), "the attach recorded")
+    return controller
 
 
 async def test_a_flood_of_log_lines_ends_whole_in_the_model_read_and_folded_a_slice_at_a_time(
@@ -308,8 +315,7 @@ async def test_a_flood_of_log_lines_ends_whole_in_the_model_read_and_folded_a_sl
     log = tmp_path / "daemon.log"
     jobs = 600
     length = _flood_log(log, jobs)
-    controller = _attached(tmp_path, log)
-    await controller.start()
+    controller = await _attached(tmp_path, log)
     try:
         seen: list[tuple[int, int]] = []  # (jobs in the model, bytes of the log read), each time others ran
         while True:
@@ -344,8 +350,7 @@ async def test_falling_behind_a_flood_is_said_and_so_is_catching_up(
     log = tmp_path / "daemon.log"
     jobs = 500
     _flood_log(log, jobs)
-    controller = _attached(tmp_path, log)
-    await controller.start()
+    controller = await _attached(tmp_path, log)
     try:
         await controller.poll()
         size = log.stat().st_size
