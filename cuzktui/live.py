@@ -250,11 +250,11 @@ class _TuneRun:
     task: asyncio.Task[None] | None = None
 
 
-def _tune_ending(run: _TuneRun, directory: Path) -> tuple[TuneState, str]:
-    """The search's final state and why it ended, in words."""
+def _tune_ending(run: _TuneRun, directory: Path, command: tuple[str, ...]) -> tuple[TuneState, str]:
+    """The search's final state and why it ended, in words (``command``: this program, for the resume line)."""
     search = run.search
     ran = sum(1 for t in search.trials if t.ran)
-    resume = f"continue with cuzk-tui tune --resume {directory}"
+    resume = f"continue with {shlex.join([*command, 'tune', '--resume', str(directory)])}"
     if run.cancel.is_set():
         return "cancelled", f"cancelled after {ran} trial(s); {resume}"
     if search.next_knobs() is None:
@@ -950,7 +950,7 @@ class LiveController(LocalQueries):
             run.state, run.message = "failed", f"the search stopped: {error}"
             self._notice("error", f"tune: {run.message}")
         else:
-            run.state, run.message = _tune_ending(run, directory)
+            run.state, run.message = _tune_ending(run, directory, self.options.command)
             self._notice("info", f"tune: {run.message}")
         finally:
             run.running = None

@@ -89,7 +89,8 @@ def _run(controller: Controller, args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGHUP, hung_up)
     collections = QuietCollections()
-    app = CuzkApp(controller, ascii_only=bool(args.ascii), theme=args.theme, collections=collections)
+    command = invoked_as(sys.argv[0], sys.executable)
+    app = CuzkApp(controller, ascii_only=bool(args.ascii), theme=args.theme, collections=collections, command=command)
     try:
         app.run(mouse=not args.no_mouse)
     finally:

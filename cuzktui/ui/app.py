@@ -13,6 +13,7 @@ when it seeks.
 from __future__ import annotations
 
 import inspect
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -143,9 +144,12 @@ class CuzkApp(App[None]):
         theme: str | None = None,
         poll_interval: float = 1.0,
         collections: QuietCollections | None = None,
+        command: tuple[str, ...] = ("cuzk-tui",),
     ) -> None:
         super().__init__()
         self.controller = controller
+        # This program as a shell runs it again (commands/tui.py invoked_as), for the commands the app prints.
+        self.command = command
         # The process's collector, run at quiet polls (the command that owns the process passes it).
         self._collections = collections
         self.ascii_only = ascii_only
@@ -334,7 +338,8 @@ class CuzkApp(App[None]):
             with self.suspend():
                 subprocess.run(argv, check=False)
         except SuspendNotSupported:
-            self.notify(f"replay it with: cuzk-tui replay {message.path}", title="Replay", severity="warning")
+            replay = shlex.join([*self.command, "replay", str(message.path)])
+            self.notify(f"replay it with: {replay}", title="Replay", severity="warning")
 
     def action_help(self) -> None:
         """The current screen's help: its module's description, then every key it answers to now."""
@@ -387,7 +392,7 @@ class CuzkApp(App[None]):
                 running.append("a benchmark")
             tune = controller.tune_snapshot()
             if tune is not None and tune.state == "running":
-                resume = f"cuzk-tui tune --resume {tune.directory}"
+                resume = shlex.join([*self.command, "tune", "--resume", str(tune.directory)])
                 running.append(f"a knob search: it stops with the TUI either way ({resume} continues it)")
         if not running:
             self._leave(stop_daemon=False)

@@ -270,14 +270,16 @@ async def test_a_best_config_that_fails_config_check_is_not_applied() -> None:
 async def test_quitting_during_a_search_says_it_stops_and_how_to_resume_it() -> None:
     fake = FakeController(running=False)
     fake.tune = search_snapshot()
-    app = CuzkApp(fake, poll_interval=1000)
+    # The program as the operator ran it, not on PATH (the README's install): the resume line pastes whole.
+    app = CuzkApp(fake, poll_interval=1000, command=("/home/op/cuzk tui/.venv/bin/cuzk-tui",))
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await pilot.press("8", "q")
         await pilot.pause()
         assert isinstance(app.screen, QuitScreen)
         (item,) = app.screen.running
-        assert "a knob search: it stops with the TUI" in item and f"--resume {fake.tune.directory}" in item
+        resume = f"'/home/op/cuzk tui/.venv/bin/cuzk-tui' tune --resume {fake.tune.directory}"
+        assert "a knob search: it stops with the TUI" in item and f"({resume} continues it)" in item
 
 
 async def test_replay_and_attach_refuse_a_search_saying_why(tmp_path: Path) -> None:
