@@ -65,6 +65,7 @@ SCALE = 1 / 256
 CHANNEL_OPTIONS = [("grpc.max_send_message_length", 256 * MiB), ("grpc.max_receive_message_length", 256 * MiB)]
 IDLE_BOUND = 128 * MiB  # point 2: the engine's idle RSS within this of its fresh figure
 MEDIAN_BOUND, WORST_BOUND = 0.10, 0.25  # point 4: the chart's samples against the box's figure
+READ_WINDOW_S = 0.25  # point 4: how far from a sample's time the recorder's own /status read may fall
 
 
 @dataclass
@@ -367,7 +368,13 @@ def chart_against_model(report: Report, count: int) -> None:
             continue
         _, box_rss, tree = at[-1]
         assert sample.rss_bytes is not None
-        chart.append(sample.rss_bytes / SCALE / box_rss)
+        charted = sample.rss_bytes / SCALE
+        # The recorder reads /status with its sample, not at the sample's instant: at time_scale 0.02 an
+        # allocation lands between two polls, so the box's figure it read is any of those the polls saw
+        # around it (the last before the sample, and those within READ_WINDOW_S of it); a figure outside
+        # them all is the chart's error, measured from the nearest.
+        around = [box_rss, *(row[1] for row in truth if abs(row[0] - sample.t) <= READ_WINDOW_S)]
+        chart.append(charted / min(max(charted, min(around)), max(around)))
         if sample.cgroup_usage_bytes:
             kernel.append(sample.rss_bytes / sample.cgroup_usage_bytes)
         if tree is not None:
