@@ -65,7 +65,14 @@ def test_monolithic_mode_logs_upstreams_lines_in_upstreams_order(engine_factory:
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
 def test_sigterm_and_sighup_end_the_process_at_once_without_a_line(engine_factory: Any, signum: int) -> None:
-    engine = engine_factory()
+    # Like the daemon (main.rs handles SIGINT alone), the engine keeps the disposition it inherits: under
+    # `nohup` or a shell's background job SIGHUP arrives ignored. A service manager starts it with the
+    # default one, which this test is about, whoever started the suite.
+    inherited = signal.signal(signum, signal.SIG_DFL)
+    try:
+        engine = engine_factory()
+    finally:
+        signal.signal(signum, inherited)
     engine.stub().GetStatus(pb.GetStatusRequest(), timeout=5)
     before = engine.stdout()
     engine.proc.send_signal(signum)
