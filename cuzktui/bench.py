@@ -434,13 +434,6 @@ def with_engine_status(config_text: str, mode: str) -> str:
     return set_config_value(config_text, "daemon", "status_listen", f"127.0.0.1:{free_loopback_port()}")
 
 
-def engine_time_scale(config_text: str, mode: str) -> float | None:
-    """``[engine] time_scale`` when the daemon is the engine (its default when unset); None for a real one."""
-    if mode != "engine":
-        return None
-    return read_config(config_text).engine.time_scale
-
-
 # --------------------------------------------------------------------------------------------
 # The runner
 # --------------------------------------------------------------------------------------------
@@ -545,7 +538,7 @@ class BenchRunner:
 
     async def run(self) -> BenchSummary:
         o = self.options
-        scale = engine_time_scale(self.config_text, self.supervisor.mode)
+        scale = self.supervisor.time_scale
         self._emit(ev.BenchStarted(time.time(), self.bench_id, o.kind, o.count, o.concurrency, o.oom_retries, scale))
         started = time.monotonic()
         error: str | None = None

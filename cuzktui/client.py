@@ -302,15 +302,27 @@ def _resident_srs(document: dict[str, Any]) -> tuple[str, ...] | None:
     return tuple(str(entry["circuit_id"]) for entry in allocations["srs"])
 
 
-def engine_memory_scale(document: dict[str, Any]) -> float | None:
-    """cuzk-engine's own ``emulated_box`` (engine/views.py) says the daemon is the engine: its memory_scale
-    (real bytes per byte of the box it emulates); None for the real daemon's document, or a malformed one."""
+def _emulated_box_scale(document: dict[str, Any], key: str) -> float | None:
+    """A positive, finite scale from cuzk-engine's own ``emulated_box`` (engine/views.py); None for the
+    real daemon's document (it has no such key), or a malformed one."""
     box = document.get("emulated_box")
     try:
-        scale = float(box["memory_scale"]) if isinstance(box, dict) else None
+        scale = float(box[key]) if isinstance(box, dict) else None
     except (KeyError, TypeError, ValueError):
         return None
     return scale if scale is not None and 0 < scale < math.inf else None
+
+
+def engine_memory_scale(document: dict[str, Any]) -> float | None:
+    """An engine's memory_scale (real bytes per byte of the box it emulates): its ``emulated_box`` says the
+    daemon is the engine; None for the real daemon."""
+    return _emulated_box_scale(document, "memory_scale")
+
+
+def engine_time_scale(document: dict[str, Any]) -> float | None:
+    """An engine's time_scale (real seconds per second of the box it emulates); None for the real daemon,
+    or an engine too old to say it."""
+    return _emulated_box_scale(document, "time_scale")
 
 
 def engine_rss_bytes(document: dict[str, Any]) -> int | None:

@@ -39,7 +39,15 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from . import events as ev
-from .client import STATUS_TIMEOUT_S, ClientError, DaemonClient, StatusError, engine_memory_scale, fetch_status_json
+from .client import (
+    STATUS_TIMEOUT_S,
+    ClientError,
+    DaemonClient,
+    StatusError,
+    engine_memory_scale,
+    engine_time_scale,
+    fetch_status_json,
+)
 from .config import ConfigDocument, ConfigError
 from .daemon_config import read_config
 from .diagnosis import BudgetFacts, budget_root_cause
@@ -407,6 +415,9 @@ class Supervisor:
         # The engine's [engine] memory_scale (real bytes per byte of the box it emulates), launched or attached
         # to (its /status says it); None for a real daemon. An engine's RSS is its box's (DaemonRecorder).
         self.memory_scale: float | None = None
+        # Its [engine] time_scale (real seconds per second of the box), the same way; None for a real daemon,
+        # whose figures are in wall time.
+        self.time_scale: float | None = None
         # When the record of the daemon run watched now began: its launch, an attach, a restart followed, a
         # session rolled over (the recorder records GetStatus's counts again from then).
         self.run_began: float | None = None
@@ -537,7 +548,9 @@ class Supervisor:
         finally:
             os.close(log_fd)
         self.pid = self._proc.pid
-        self.memory_scale = launched.engine.memory_scale if self.program.mode == "engine" else None
+        engine = self.program.mode == "engine"
+        self.memory_scale = launched.engine.memory_scale if engine else None
+        self.time_scale = launched.engine.time_scale if engine else None
         self._cgroup_pids = ()
         self._sent_signals = []
         self._handover = None
@@ -555,7 +568,7 @@ class Supervisor:
                 cgroup_path=cgroup_path,
                 memory_limit_bytes=self.memory_limit,
                 memory_scale=self.memory_scale,
-                time_scale=launched.engine.time_scale if self.program.mode == "engine" else None,
+                time_scale=self.time_scale,
             )
         )
         self._watch = _ExitWatch(self.pid, self._proc.poll)
@@ -595,23 +608,23 @@ class Supervisor:
             self.log_path = Path(log_path) if log_path is not None else None
             self._log_copied = log_copied if log_path is not None else None
         await self._reset_client()
-        self.memory_scale = await self._attached_memory_scale()
+        await self._read_engine_scales()
         await self._attached_run(time.time())
         self._liveness_task = asyncio.ensure_future(self._watch_liveness())
 
-    async def _attached_memory_scale(self) -> float | None:
-        """An attached daemon's memory_scale when its /status says it is cuzk-engine (``emulated_box``), so
-        its memory is charted as the box it emulates; None for the real daemon, or a /status not answering
-        (its memory is then the process tree's, as a real daemon's)."""
-        if self.status_url is None:
-            return None
-        try:
-            document = await fetch_status_json(
-                self.status_url, timeout=min(STATUS_TIMEOUT_S, self.liveness_interval * 2)
-            )
-        except (StatusError, OSError, TimeoutError):
-            return None
-        return None if document is None else engine_memory_scale(document)
+    async def _read_engine_scales(self) -> None:
+        """An attached daemon's memory_scale and time_scale when its /status says it is cuzk-engine
+        (``emulated_box``), so its memory is charted as the box it emulates and its times are the box's;
+        None for the real daemon, or a /status not answering (its memory is then the process tree's and its
+        times wall time, as a real daemon's)."""
+        document = None
+        if self.status_url is not None:
+            with contextlib.suppress(StatusError, OSError, TimeoutError):
+                document = await fetch_status_json(
+                    self.status_url, timeout=min(STATUS_TIMEOUT_S, self.liveness_interval * 2)
+                )
+        self.memory_scale = None if document is None else engine_memory_scale(document)
+        self.time_scale = None if document is None else engine_time_scale(document)
 
     async def _attached_run(self, t: float) -> None:
         """Record the attached daemon's run watched from ``t`` on (``self.pid``, when known, is watched)."""
@@ -634,8 +647,9 @@ class Supervisor:
         self.run_began = t
         log_path = str(self.log_path) if self.log_path is not None else None
         return ev.DaemonLaunched(
-            t, "attached", self.pid, (), None, self.listen, log_path, self.status_url, memory_scale=self.memory_scale
-        )
+            t, "attached", self.pid, (), None, self.listen, log_path, self.status_url,
+            memory_scale=self.memory_scale, time_scale=self.time_scale,
+        )  # fmt: skip
 
     def record_into(self, session: SessionWriter) -> None:
         """Record an attached daemon into ``session`` from now on (``record --keep`` rolls its session over):
@@ -735,7 +749,7 @@ class Supervisor:
             )  # fmt: skip
             self._emit(self.last_exit)
         self.pid = await asyncio.to_thread(listener_pid, self.listen or "")
-        self.memory_scale = await self._attached_memory_scale()
+        await self._read_engine_scales()
         await self._attached_run(now)
         self._emit(ev.DaemonReadyObserved(t=now, pid=self.pid, startup_s=0.0, uptime_s=uptime))
         pid = f"pid {self.pid}" if self.pid is not None else "pid unknown: the socket's owner is not this user's to see"

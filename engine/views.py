@@ -133,11 +133,13 @@ def status_document(engine: Engine) -> dict[str, Any]:
         },
         # cuzk-engine's own (the daemon has none): the box it emulates, and that box's RSS (the
         # model's allocations and the daemon's process, in the box's bytes), which the tool shows
-        # as the daemon's RSS instead of its own process's.
+        # as the daemon's RSS instead of its own process's; its scales let a client that attached
+        # (and never read the config) show figures in the box's bytes and time.
         "emulated_box": {
             "ram_bytes": engine.config.engine.mem_total,
             "gpus": len(engine.devices),
             "memory_scale": engine.config.engine.memory_scale,
+            "time_scale": engine.config.engine.time_scale,
             "rss_bytes": engine.box_rss,
         },
     }

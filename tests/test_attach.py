@@ -212,11 +212,13 @@ async def test_an_engine_attached_to_is_charted_as_its_box_not_its_process_tree(
     """An engine's memory is its box's (its /status ``emulated_box``) whatever watches it: attached, as
     when launched, the chart reads the daemon's own process (DAEMON_PROCESS_RSS) at idle in the box's
     bytes, not its interpreter and input reader (~65 MB, 16 GiB × 256) nor the host's cgroup × 256; with
-    no pid to watch, the box is still charted. The session says the scale, so its replay reads the same."""
+    no pid to watch, the box is still charted. Its times are the box's too (its time_scale, said there
+    as well: the waterfall's axis and details, the rate). The session says both scales, so its replay
+    reads the same."""
     from cuzktui.daemon_facts import DAEMON_PROCESS_RSS
     from cuzktui.session import load_session
     from cuzktui.supervisor import free_loopback_port
-    from tests.conftest import engine_config_text
+    from tests.conftest import TEST_TIME_SCALE, engine_config_text
 
     if not pid_visible:
         monkeypatch.setattr("cuzktui.supervisor.listener_pid", lambda address: None)
@@ -230,6 +232,7 @@ async def test_an_engine_attached_to_is_charted_as_its_box_not_its_process_tree(
     try:
         await polled_until(controller, lambda: model.rss.last() is not None, "an RSS sample")
         assert model.daemon.memory_scale == 1 / 256 and model.daemon.pid == (engine.proc.pid if pid_visible else None)
+        assert model.daemon.time_scale == TEST_TIME_SCALE
         rss = model.rss.last()
         assert rss is not None and rss[1] == pytest.approx(DAEMON_PROCESS_RSS, rel=0.01)
         assert model.cgroup_usage.last() is None and model.cgroup_limit.last() is None
@@ -238,6 +241,7 @@ async def test_an_engine_attached_to_is_charted_as_its_box_not_its_process_tree(
     _, replayed = load_session(tmp_path / "session", cache=False)
     replayed_rss = replayed.rss.last()
     assert replayed_rss is not None and replayed_rss[1] == pytest.approx(DAEMON_PROCESS_RSS, rel=0.01)
+    assert replayed.daemon.time_scale == TEST_TIME_SCALE
 
 
 async def test_a_hung_daemon_is_said_to_stop_answering_and_to_answer_again(

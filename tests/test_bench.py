@@ -90,6 +90,7 @@ class _ScriptedDaemon:
     ) -> None:
         self.session = session
         self.mode = "engine"
+        self.time_scale: float | None = None
         self.memory_limit: int | None = GiB
         self.survive, self.causes = survive, causes
         self.run = 0
@@ -146,6 +147,8 @@ def _runner(
     seen: tuple[ev.ObservedEvent, ...] = (),
 ) -> BenchRunner:
     """A runner on the scripted daemon, having observed ``seen`` (the recorder's samples) before the kill."""
+    # As the supervisor that launched it with ``config`` would say: an engine's time_scale, a real daemon none.
+    daemon.time_scale = read_config(config).engine.time_scale if daemon.mode == "engine" else None
     options = BenchRequest(kind="porep", count=count, concurrency=2, oom_retries=retries)
     requests = build_requests("porep", count, input_path=None, bench_id="b")
     runner = BenchRunner(daemon, options, config, requests=requests, bench_id="b")  # type: ignore[arg-type]

@@ -20,6 +20,7 @@ from cuzktui.client import (
     StatusError,
     engine_memory_scale,
     engine_rss_bytes,
+    engine_time_scale,
     fetch_status_json,
     grpc_target,
     poll_status,
@@ -135,13 +136,16 @@ def test_an_engines_box_rss_is_read_in_real_bytes_the_daemons_has_none() -> None
     assert engine_rss_bytes({**STATUS_EXAMPLE, "emulated_box": {"rss_bytes": "?"}}) is None
 
 
-def test_an_engine_says_its_memory_scale_the_daemon_and_a_malformed_box_say_none() -> None:
+def test_an_engine_says_its_scales_the_daemon_and_a_malformed_box_say_none() -> None:
     assert engine_memory_scale(STATUS_EXAMPLE) is None  # upstream's document: a real daemon
-    box = {"ram_bytes": 256 * GiB, "gpus": 1, "memory_scale": 1 / 256, "rss_bytes": 70 * GiB}
+    assert engine_time_scale(STATUS_EXAMPLE) is None
+    box = {"ram_bytes": 256 * GiB, "gpus": 1, "memory_scale": 1 / 256, "time_scale": 0.02, "rss_bytes": 70 * GiB}
     assert engine_memory_scale({**STATUS_EXAMPLE, "emulated_box": box}) == 1 / 256
+    assert engine_time_scale({**STATUS_EXAMPLE, "emulated_box": box}) == 0.02
     for scale in (0, -1, "nan", "inf", None, "?"):
-        malformed = {**box, "memory_scale": scale}
+        malformed = {**box, "memory_scale": scale, "time_scale": scale}
         assert engine_memory_scale({**STATUS_EXAMPLE, "emulated_box": malformed}) is None, scale
+        assert engine_time_scale({**STATUS_EXAMPLE, "emulated_box": malformed}) is None, scale
         assert engine_rss_bytes({**STATUS_EXAMPLE, "emulated_box": malformed}) is None, scale
 
 

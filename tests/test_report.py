@@ -594,11 +594,21 @@ def test_the_text_report_leads_with_the_counts_and_names_each_unfinished_job(
     assert "  incomplete porep-2  still waiting in the scheduler queue when the recording ends" in out
 
 
-def test_an_engine_sessions_durations_are_the_emulated_boxs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("said_by", ["config", "attach"])
+def test_an_engine_sessions_durations_are_the_emulated_boxs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], said_by: str
+) -> None:
+    """The time_scale comes from the run itself (an attached engine's /status says it; there is no config
+    version), or from the config version of a session recorded before its runs said it."""
     session = SessionWriter(tmp_path / "session")
     write_log(session.path, [*startup(), *partitioned_job("porep-1", 0, 1), assembled(3.5, "porep-1")])
-    session.add_config_version("[engine]\ntime_scale = 0.5\n")
-    launched = ev.DaemonLaunched(1777618799.0, "engine", 7, ("cuzk-engine",), None, "127.0.0.1:9820", None)
+    if said_by == "config":
+        session.add_config_version("[engine]\ntime_scale = 0.5\n")
+        launched = ev.DaemonLaunched(1777618799.0, "engine", 7, ("cuzk-engine",), None, "127.0.0.1:9820", None)
+    else:
+        launched = ev.DaemonLaunched(
+            1777618799.0, "attached", 7, (), None, "127.0.0.1:9820", None, memory_scale=1 / 256, time_scale=0.5
+        )
     session.append_event(launched)
     session.close()
     assert main(["report", str(session.path), "--json"]) == 0

@@ -7,13 +7,17 @@ import json
 import sys
 from pathlib import Path
 
+from ..model import SessionModel
 from ..report import build_report, render_text
 from ..session import SourceError, load_session
 from ..session_layout import config_versions
 
 
-def _time_scale(directory: Path | None) -> float | None:
-    """The engine's ``[engine] time_scale`` from the session's last config version (None: not known)."""
+def _time_scale(model: SessionModel, directory: Path | None) -> float | None:
+    """The engine's ``[engine] time_scale``: its run's own (launched, or attached and said by its /status),
+    else the session's last config version's (a session recorded before its runs said it); None: not known."""
+    if model.daemon.time_scale is not None:
+        return model.daemon.time_scale
     versions = config_versions(directory) if directory is not None else []
     if not versions:
         return None
@@ -39,7 +43,7 @@ def run_report(args: argparse.Namespace) -> int:
         return 1
     for problem in recorded.damage:
         print(f"cuzk-tui report: {problem}", file=sys.stderr)
-    report = build_report(model, str(recorded.source.path), _time_scale(recorded.source.directory))
+    report = build_report(model, str(recorded.source.path), _time_scale(model, recorded.source.directory))
     if args.json:
         print(json.dumps(report, indent=2))
     else:

@@ -13,7 +13,7 @@ from cuzktui.daemon_facts import DAEMON_PROCESS_RSS, KINDS, ProofKind
 from cuzktui.proto import proving_pb2 as pb
 from engine.pinned import SCALAR_SIZE
 from engine.srs import CONSTRAINTS
-from tests.engine.engine_harness import porep_request
+from tests.engine.engine_harness import FAST, porep_request
 
 POREP = KINDS[ProofKind.POREP_SEAL_COMMIT]
 
@@ -92,6 +92,7 @@ def test_twelve_porep_proofs_at_concurrency_six(engine_factory: Any) -> None:
     ]  # fmt: skip
     box = doc["emulated_box"]
     assert (box["ram_bytes"], box["gpus"], box["memory_scale"]) == (256 << 30, 1, 1 / 65536)
+    assert box["time_scale"] == FAST["time_scale"]  # so a client that attached shows the box's time
     # Idle: the daemon's own process and what the model keeps resident: the PoRep SRS and PCE, and
     # the pinned pool's idle a/b/c buffers.
     pinned = box["rss_bytes"] - DAEMON_PROCESS_RSS - POREP.srs_bytes - POREP.pce_bytes
