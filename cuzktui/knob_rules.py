@@ -219,16 +219,21 @@ def budget_floor_problem(budget_bytes: int) -> Problem | None:
 
 
 # Knobs read only by the partitioned pipeline: with pipeline.enabled = false they change nothing
-# (engine.rs Engine::start: the synthesis workers, the dispatch pacer and the batch collector exist
-# only in pipeline mode; the GPU worker count per device is forced to 1 outside it; the monolithic
-# workers take each request straight from the scheduler and prove it without reserving any budget,
-# which only the pipeline's dispatch, its SRS manager and a PreloadSRS call charge).
+# (engine.rs Engine::start: the synthesis workers, the dispatch pacer, and the batch dispatcher with its
+# batch collector and synthesis_concurrency semaphore exist only in pipeline mode; the GPU worker count
+# per device is forced to 1 outside it; the monolithic workers take each request straight from the
+# scheduler and prove it without reserving any budget, which only the pipeline's dispatch, its SRS
+# manager and a PreloadSRS call charge; safety_margin is read only to resolve an "auto" total_budget,
+# config.rs MemoryConfig::resolve_total_budget).
 MONOLITHIC_INERT: Final[Mapping[str, str]] = {
     "memory.total_budget": "monolithic mode reserves no budget (only a PreloadSRS call charges it)",
     "pipeline.max_parallel_synthesis": "monolithic mode has no partition synthesis workers",
     "pipeline.max_gpu_queue_depth": "monolithic mode has no dispatch pacer",
     "gpus.gpu_workers_per_device": "monolithic mode runs exactly 1 GPU worker per device",
     "scheduler.max_batch_size": "monolithic mode proves one request at a time (batches are the pipeline's)",
+    "scheduler.max_batch_wait_ms": "monolithic mode has no batch collector to wait in",
+    "pipeline.synthesis_concurrency": "each monolithic GPU worker synthesizes its own proof (no dispatcher to size)",
+    "memory.safety_margin": "it only sizes an 'auto' total_budget, which monolithic mode reserves nothing from",
 }
 
 

@@ -366,6 +366,10 @@ def test_the_inert_knobs_are_the_monolithic_ones_only_in_monolithic_mode() -> No
     # The knobs a search would vary and that monolithic mode never reads (engine.rs Engine::start).
     assert {"pipeline.max_parallel_synthesis", "pipeline.max_gpu_queue_depth", "gpus.gpu_workers_per_device",
             "memory.total_budget", "scheduler.max_batch_size"} <= set(MONOLITHIC_INERT)  # fmt: skip
+    # The others it never reads: the batch dispatcher's and what sizes an "auto" budget.
+    assert {"scheduler.max_batch_wait_ms", "pipeline.synthesis_concurrency", "memory.safety_margin"} <= set(
+        MONOLITHIC_INERT
+    )
     assert "gpus.gpu_threads" not in MONOLITHIC_INERT  # the C++ prover's thread pool serves both modes
 
 
