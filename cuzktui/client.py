@@ -325,6 +325,14 @@ def engine_time_scale(document: dict[str, Any]) -> float | None:
     return _emulated_box_scale(document, "time_scale")
 
 
+def engine_box_pid(document: dict[str, Any]) -> int | None:
+    """The pid of an engine's box process (``--box-cgroup``: the process the kernel names when it OOM-kills
+    the box, engine/box.py); None for the real daemon, an engine whose box is its own process, or junk."""
+    box = document.get("emulated_box")
+    pid = box.get("box_pid") if isinstance(box, dict) else None
+    return pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None
+
+
 def engine_rss_bytes(document: dict[str, Any]) -> int | None:
     """cuzk-engine's own ``emulated_box`` (engine/views.py): the RSS of the box it emulates (the model's
     allocations and the daemon's process) in real bytes (× its memory_scale, a MemorySample's units);

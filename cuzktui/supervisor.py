@@ -44,6 +44,7 @@ from .client import (
     ClientError,
     DaemonClient,
     StatusError,
+    engine_box_pid,
     engine_memory_scale,
     engine_time_scale,
     fetch_status_json,
@@ -418,6 +419,9 @@ class Supervisor:
         # Its [engine] time_scale (real seconds per second of the box), the same way; None for a real daemon,
         # whose figures are in wall time.
         self.time_scale: float | None = None
+        # An attached engine's box process (its /status says it): the kernel names it, not the engine, when
+        # it OOM-kills the box. A launched engine's is among the pids of the cgroup the tool made.
+        self._box_pid: int | None = None
         # When the record of the daemon run watched now began: its launch, an attach, a restart followed, a
         # session rolled over (the recorder records GetStatus's counts again from then).
         self.run_began: float | None = None
@@ -552,6 +556,7 @@ class Supervisor:
         self.memory_scale = launched.engine.memory_scale if engine else None
         self.time_scale = launched.engine.time_scale if engine else None
         self._cgroup_pids = ()
+        self._box_pid = None
         self._sent_signals = []
         self._handover = None
         launched_t = self.run_began = time.time()
@@ -608,23 +613,25 @@ class Supervisor:
             self.log_path = Path(log_path) if log_path is not None else None
             self._log_copied = log_copied if log_path is not None else None
         await self._reset_client()
-        await self._read_engine_scales()
+        await self._read_emulated_box()
         await self._attached_run(time.time())
         self._liveness_task = asyncio.ensure_future(self._watch_liveness())
 
-    async def _read_engine_scales(self) -> None:
-        """An attached daemon's memory_scale and time_scale when its /status says it is cuzk-engine
-        (``emulated_box``), so its memory is charted as the box it emulates and its times are the box's;
-        None for the real daemon, or a /status not answering (its memory is then the process tree's and its
-        times wall time, as a real daemon's)."""
-        document = None
+    async def _read_emulated_box(self) -> None:
+        """An attached daemon's memory_scale, time_scale and box pid when its /status says it is cuzk-engine
+        (``emulated_box``), so its memory is charted as the box it emulates, its times are the box's and an
+        OOM kill of its box finds the kernel's lines; None for the real daemon, or a /status not answering
+        (its memory is then the process tree's and its times wall time, as a real daemon's)."""
+        document: dict[str, Any] = {}
         if self.status_url is not None:
             with contextlib.suppress(StatusError, OSError, TimeoutError):
-                document = await fetch_status_json(
-                    self.status_url, timeout=min(STATUS_TIMEOUT_S, self.liveness_interval * 2)
+                document = (
+                    await fetch_status_json(self.status_url, timeout=min(STATUS_TIMEOUT_S, self.liveness_interval * 2))
+                    or {}
                 )
-        self.memory_scale = None if document is None else engine_memory_scale(document)
-        self.time_scale = None if document is None else engine_time_scale(document)
+        self.memory_scale = engine_memory_scale(document)
+        self.time_scale = engine_time_scale(document)
+        self._box_pid = engine_box_pid(document)
 
     async def _attached_run(self, t: float) -> None:
         """Record the attached daemon's run watched from ``t`` on (``self.pid``, when known, is watched)."""
@@ -749,7 +756,7 @@ class Supervisor:
             )  # fmt: skip
             self._emit(self.last_exit)
         self.pid = await asyncio.to_thread(listener_pid, self.listen or "")
-        await self._read_engine_scales()
+        await self._read_emulated_box()
         await self._attached_run(now)
         self._emit(ev.DaemonReadyObserved(t=now, pid=self.pid, startup_s=0.0, uptime_s=uptime))
         pid = f"pid {self.pid}" if self.pid is not None else "pid unknown: the socket's owner is not this user's to see"
@@ -862,7 +869,8 @@ class Supervisor:
         oom_after = self.cgroup.oom_kill_count() if self.cgroup is not None and self.program is not None else None
         kernel = None
         if (returncode is None or returncode == -signal.SIGKILL) and self.pid is not None:
-            kernel = await asyncio.to_thread(kernel_oom_evidence, {self.pid, *self._cgroup_pids})
+            box = () if self._box_pid is None else (self._box_pid,)
+            kernel = await asyncio.to_thread(kernel_oom_evidence, {self.pid, *self._cgroup_pids, *box})
         await self._catch_up_log()  # the daemon's last lines, a fatal report among them
         exit = classify_exit(
             t=ended_t,

@@ -138,6 +138,11 @@ class Memory(Protocol):
     """Where the arena's real memory is mapped: this process (:class:`LocalMemory`), or the box process
     in a memory cgroup of its own (:class:`engine.box.BoxMemory`)."""
 
+    @property
+    def pid(self) -> int | None:
+        """The process holding the mapped memory when it is not this one: the one the kernel names when
+        it OOM-kills the box."""
+
     async def map(self, size: int) -> object:
         """``size`` bytes, every page resident; the handle to unmap them with."""
 
@@ -145,6 +150,10 @@ class Memory(Protocol):
 
 
 class LocalMemory:
+    @property
+    def pid(self) -> None:
+        """This process holds it."""
+
     async def map(self, size: int) -> object:
         """Off the event loop (mmap releases the GIL while populating)."""
         return await asyncio.to_thread(populated, size)

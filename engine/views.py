@@ -134,12 +134,14 @@ def status_document(engine: Engine) -> dict[str, Any]:
         # cuzk-engine's own (the daemon has none): the box it emulates, and that box's RSS (the
         # model's allocations and the daemon's process, in the box's bytes), which the tool shows
         # as the daemon's RSS instead of its own process's; its scales let a client that attached
-        # (and never read the config) show figures in the box's bytes and time.
+        # (and never read the config) show figures in the box's bytes and time, and find the kernel's
+        # word on an OOM kill of the box process (--box-cgroup; null when the memory is this process's).
         "emulated_box": {
             "ram_bytes": engine.config.engine.mem_total,
             "gpus": len(engine.devices),
             "memory_scale": engine.config.engine.memory_scale,
             "time_scale": engine.config.engine.time_scale,
+            "box_pid": engine.arena.memory.pid,
             "rss_bytes": engine.box_rss,
         },
     }

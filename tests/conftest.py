@@ -18,7 +18,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -198,11 +198,11 @@ async def wait_until_serving(address: str, timeout: float, proc: subprocess.Pope
 
 @pytest.fixture
 def start_engine(tmp_path: Path) -> Iterator[Any]:
-    """A factory: ``await start_engine(config_text)`` → a serving EngineHandle (killed at teardown)."""
+    """A factory: ``await start_engine(config_text, args=(...))`` → a serving EngineHandle (killed at teardown)."""
     require_engine()
     procs: list[subprocess.Popen[bytes]] = []
 
-    async def start(config_text: str | None = None, name: str = "engine") -> EngineHandle:
+    async def start(config_text: str | None = None, name: str = "engine", args: Sequence[str] = ()) -> EngineHandle:
         directory = tmp_path / name
         directory.mkdir(mode=0o700)
         config = directory / "cuzk.toml"
@@ -211,7 +211,7 @@ def start_engine(tmp_path: Path) -> Iterator[Any]:
         address = f"unix://{directory}/cuzk.sock"
         with log.open("ab") as out:
             proc = subprocess.Popen(
-                [*engine_program().argv, "-c", str(config), "-l", address],
+                [*engine_program().argv, "-c", str(config), "-l", address, *args],
                 stdout=out,
                 stderr=out,
                 stdin=subprocess.DEVNULL,

@@ -18,6 +18,7 @@ from cuzktui.client import (
     DaemonDied,
     DaemonUnreachable,
     StatusError,
+    engine_box_pid,
     engine_memory_scale,
     engine_rss_bytes,
     engine_time_scale,
@@ -147,6 +148,15 @@ def test_an_engine_says_its_scales_the_daemon_and_a_malformed_box_say_none() -> 
         assert engine_memory_scale({**STATUS_EXAMPLE, "emulated_box": malformed}) is None, scale
         assert engine_time_scale({**STATUS_EXAMPLE, "emulated_box": malformed}) is None, scale
         assert engine_rss_bytes({**STATUS_EXAMPLE, "emulated_box": malformed}) is None, scale
+
+
+def test_an_engine_names_its_box_process_when_it_has_one() -> None:
+    box = {"ram_bytes": 256 * GiB, "gpus": 1, "memory_scale": 1 / 256, "time_scale": 0.02, "rss_bytes": 0}
+    assert engine_box_pid({**STATUS_EXAMPLE, "emulated_box": {**box, "box_pid": 4242}}) == 4242
+    assert engine_box_pid({**STATUS_EXAMPLE, "emulated_box": {**box, "box_pid": None}}) is None  # no --box-cgroup
+    assert engine_box_pid(STATUS_EXAMPLE) is None  # upstream's document
+    for junk in (0, -1, True, "4242", 4.5):
+        assert engine_box_pid({**STATUS_EXAMPLE, "emulated_box": {**box, "box_pid": junk}}) is None, junk
 
 
 def test_a_document_missing_a_field_names_it() -> None:

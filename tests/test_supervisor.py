@@ -30,7 +30,7 @@ from cuzktui.supervisor import (
     extract_error_report,
     free_loopback_port,
 )
-from cuzktui.system import read_cgroup_memory
+from cuzktui.system import MemoryCgroup, read_cgroup_memory
 from tests.conftest import engine_config_text, kernel_log_or_skip, memory_cgroup_or_skip, post_vanilla, require_engine
 
 FATAL = 'Error: failed to load config from "/x/cuzk.toml"\n\nCaused by:\n    TOML parse error at line 1, column 10\n'
@@ -260,6 +260,39 @@ async def test_the_kernels_word_on_an_engines_oom_kill_names_its_box(tmp_path: P
     assert box != exit.pid and exit.cause == "oom_kill"
     assert any(f"Killed process {box} (" in e for e in exit.evidence), exit.evidence
     assert not any(f"Killed process {exit.pid} " in e for e in exit.evidence), "the engine killed itself"
+
+
+async def test_an_attached_engines_box_oom_kill_is_found_in_the_kernels_log(tmp_path: Path, start_engine: Any) -> None:
+    """Attached to (started by someone else, in a cgroup the tool did not make), the engine's /status names
+    its box process: when the kernel OOM-kills the box, and the engine then kills itself, the exit is an OOM
+    kill on the kernel's word about the box, as for an engine the tool launched."""
+    memory_cgroup_or_skip()
+    kernel_log_or_skip()
+    cgroup = MemoryCgroup.create(f"cuzk-tui-attached-box-{os.getpid()}", GiB)
+    status = f"127.0.0.1:{free_loopback_port()}"
+    supervisor = Supervisor(SessionWriter(tmp_path / "session"), None)
+    try:
+        config = engine_config_text(
+            engine={"mem_total": "512GiB"},
+            memory={"total_budget": "auto"},
+            pipeline={"max_parallel_synthesis": 18},
+            daemon={"status_listen": status},
+        )
+        engine = await start_engine(config, args=("--box-cgroup", str(cgroup.path)))
+        await supervisor.attach(engine.address, status_url=status)
+        assert supervisor.pid == engine.proc.pid
+        requests = build_requests("porep", 4, input_path=None, bench_id="oom")
+        jobs = [asyncio.ensure_future(supervisor.client.prove(r, timeout=120)) for r in requests]
+        exit = await asyncio.wait_for(supervisor.exited(), timeout=120)
+        await asyncio.gather(*jobs, return_exceptions=True)
+    finally:
+        await supervisor.close(stop=False)
+        supervisor.session.close()
+        cgroup.remove()
+    logged = re.search(r"held in its own cgroup .*\bbox_pid=(\d+)", engine.log_path.read_text())
+    assert logged is not None
+    assert exit.cause == "oom_kill" and exit.pid == engine.proc.pid != int(logged[1])
+    assert any(f"Killed process {logged[1]} (" in e for e in exit.evidence), exit.evidence
 
 
 def test_free_loopback_ports_stay_out_of_the_kernels_ephemeral_range() -> None:

@@ -93,6 +93,7 @@ def test_twelve_porep_proofs_at_concurrency_six(engine_factory: Any) -> None:
     box = doc["emulated_box"]
     assert (box["ram_bytes"], box["gpus"], box["memory_scale"]) == (256 << 30, 1, 1 / 65536)
     assert box["time_scale"] == FAST["time_scale"]  # so a client that attached shows the box's time
+    assert box["box_pid"] is None  # no --box-cgroup: the memory is the engine's own process's
     # Idle: the daemon's own process and what the model keeps resident: the PoRep SRS and PCE, and
     # the pinned pool's idle a/b/c buffers.
     pinned = box["rss_bytes"] - DAEMON_PROCESS_RSS - POREP.srs_bytes - POREP.pce_bytes
