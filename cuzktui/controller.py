@@ -55,6 +55,7 @@ class TuneRequest:
     time_budget: str = "2h"
     price_per_hour: float | None = None
     input_path: str | None = None
+    params: RequestParams = field(default_factory=RequestParams)  # each trial's requests, as bench's
 
 
 @dataclass(frozen=True, slots=True)

@@ -884,7 +884,7 @@ class LiveController(LocalQueries):
         if request.count < 1 or request.concurrency < 1 or request.trials < 1:
             raise ControllerError("count, concurrency and trials must be at least 1")
         # What every trial's benchmark would refuse, said before the daemon is handed over (as tune does).
-        await self._check_inputs(request.kind, request.input_path, RequestParams(), program)
+        await self._check_inputs(request.kind, request.input_path, request.params, program)
         input_path = Path(request.input_path).resolve() if request.input_path else None  # trials run elsewhere
         try:
             budget_s = parse_duration(request.time_budget, hours=True)
@@ -902,8 +902,9 @@ class LiveController(LocalQueries):
         daemon_args = ("--engine",) if engine else ("--daemon", program.argv[0])
         inputs = ("--input", str(input_path)) if input_path is not None else ()
         scale = read_config(start_text).engine.memory_scale if engine else 1.0
+        request_flags = request.params.flags()
         runner = BenchTrialRunner(
-            directory, request.kind, request.count, (*daemon_args, *inputs), s.memory_limit, scale
+            directory, request.kind, request.count, (*daemon_args, *inputs, *request_flags), s.memory_limit, scale
         )
         run = _TuneRun(request, search, runner, engine)
         # What `cuzk-tui tune --resume DIR` needs to continue this search (commands/tune.py _arguments).
@@ -911,7 +912,7 @@ class LiveController(LocalQueries):
             "kind": request.kind, "count": request.count, "concurrency": request.concurrency, "engine": engine,
             "daemon": None if engine else program.argv[0], "input": request.input_path, "config": str(start_config),
             "profile": None, "memory_limit": None if s.memory_limit is None else str(s.memory_limit),
-            "request": [],  # the form gives the input file alone: the rest from the files beside it
+            "request": request_flags,
         }  # fmt: skip
         if s.running:
             await s.stop(handover=HANDED_TO_TUNE)  # each trial's benchmark launches its own daemon

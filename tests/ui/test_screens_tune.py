@@ -100,6 +100,33 @@ def cells(table: DataTable[object], index: int) -> list[str]:
     return [str(cell) for cell in table.get_row_at(index)]
 
 
+async def test_the_request_fields_unfold_and_go_with_the_search(tmp_path: Path) -> None:
+    """A C1 from miner 1234, or a PoSt with its own randomness: the fields bench offers, folded below the
+    form (one line) until the operator opens them; what they say goes to every trial, checked first."""
+    fake = FakeController()
+    app = make_app(fake)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = screen_of(app)
+        miner = screen.query_one("#tune-miner_id", Input)
+        assert not miner.region  # folded: not on the screen
+        await pilot.click("#tune-request-options CollapsibleTitle")
+        await settle(pilot)
+        assert miner.region, "unfolded, the fields are shown"
+        screen.query_one("#tune-kind", Select).value = "wpost"
+        miner.value = "1234"
+        screen.query_one("#tune-randomness", Input).value = "ab" * 32
+        await pilot.press("ctrl+s")
+        await app.workers.wait_for_complete()
+        (request,) = fake.tunes
+        assert (request.kind, request.params.miner_id, request.params.randomness) == ("wpost", 1234, bytes([0xAB] * 32))
+        assert request.params.flags() == ["--miner-id", "1234", "--randomness", "ab" * 32]
+        screen.query_one("#tune-randomness", Input).value = "abcd"  # not 32 bytes: said, nothing started
+        await pilot.press("ctrl+s")
+        await app.workers.wait_for_complete()
+        assert len(fake.tunes) == 1
+        assert any("randomness" in n.message for n in app._notifications)
+
+
 async def test_start_sends_the_form_and_cancel_cancels() -> None:
     fake = FakeController()
     app = make_app(fake)
@@ -364,6 +391,9 @@ async def test_a_short_search_runs_from_the_screen_then_its_best_is_applied(live
     # Four proofs one at a time: four rounds, enough for each trial to measure its own spread well.
     for name, value in (("count", "4"), ("concurrency", "1"), ("trials", "2")):
         await live.type_into(screen.query_one(f"#tune-{name}", Input), value)
+    # A miner's own id, from the request fields (folded until opened): every trial proves with it.
+    await live.pilot.click("#tune-request-options CollapsibleTitle")
+    await live.type_into(screen.query_one("#tune-miner_id", Input), "1234")
     runs = model.daemon.runs
     await live.pilot.press("ctrl+s")
     await live.leave_field()
@@ -385,11 +415,13 @@ async def test_a_short_search_runs_from_the_screen_then_its_best_is_applied(live
     # Each trial is a benchmark session of its own, and the search is resumable from its directory.
     search, args = load_state(snap.directory)
     assert [t.index for t in search.trials] == [r.index for r in snap.trials] and args["engine"] is True
+    assert args["request"] == ["--miner-id", "1234"]  # `tune --resume` proves as this search did
     for r in ran:
-        finished = [
-            e for e in iter_session_events(snap.directory / f"trial-{r.index:02d}") if isinstance(e, ev.BenchFinished)
-        ]
+        events = list(iter_session_events(snap.directory / f"trial-{r.index:02d}"))
+        finished = [e for e in events if isinstance(e, ev.BenchFinished)]
         assert [(e.completed, e.outcome) for e in finished] == [(4, "completed")]
+        submitted = {e.job_id for e in events if isinstance(e, ev.ProofSubmitted)}
+        assert len(submitted) == 4 and all(job.startswith("porep-1234-") for job in submitted), submitted
     table = screen.query_one(DataTable)
     await live.until(lambda: table.row_count == len(snap.trials), "the table shows every trial", 10)
     # The search gave the daemon back: the TUI relaunched it with the running config.

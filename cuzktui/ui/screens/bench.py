@@ -149,6 +149,65 @@ def input_column(prefix: str, controller: Controller, disabled: bool) -> Vertica
     )
 
 
+class RequestFields(Horizontal):
+    """The request fields cuzk-bench batch takes as flags (``#PREFIX-miner_id`` …), in a row: blank is the
+    value from the input file, else the default. The Bench and Tune screens both send them."""
+
+    DEFAULT_CSS = """
+    RequestFields { height: auto; padding: 0 1; }
+    RequestFields > Vertical { width: 12; height: auto; margin-right: 1; }
+    RequestFields > .hex { width: 1fr; }
+    RequestFields Label { color: $text-muted; }
+    """
+
+    def __init__(self, prefix: str, disabled: bool, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._prefix = prefix
+        self._disabled = disabled
+
+    def compose(self) -> ComposeResult:
+        for label, field in REQUEST_NUMBERS:
+            with Vertical():
+                yield Label(label)
+                yield Input(placeholder="auto", type="integer", id=f"{self._prefix}-{field}", disabled=self._disabled)
+        for label, field in REQUEST_HEX:
+            with Vertical(classes="hex"):
+                yield Label(label)
+                yield Input(placeholder="32-byte hex", id=f"{self._prefix}-{field}", disabled=self._disabled)
+
+    def params(self) -> RequestParams:
+        """The request the fields describe; InputError names the first field that is not valid."""
+        numbers: dict[str, int | None] = {}
+        for label, field in REQUEST_NUMBERS:
+            text = self.query_one(f"#{self._prefix}-{field}", Input).value.strip()
+            if text and not text.isdigit():
+                raise InputError(f"{label} must be a whole number ≥ 0, got {text!r}")
+            numbers[field] = int(text) if text else None
+        values: dict[str, bytes | None] = {}
+        for _, field in REQUEST_HEX:
+            text = self.query_one(f"#{self._prefix}-{field}", Input).value.strip()
+            values[field] = parse_hex32(text, field.replace("_", "-")) if text else None
+        miner = numbers["miner_id"]
+        return RequestParams(
+            miner_id=DEFAULT_MINER if miner is None else miner,
+            sector_num=numbers["sector_num"],
+            registered_proof=numbers["registered_proof"],
+            randomness=values["randomness"],
+            comm_r_old=values["comm_r_old"],
+            comm_r_new=values["comm_r_new"],
+            comm_d_new=values["comm_d_new"],
+        )
+
+
+def form_request_params(screen: Screen[None], fields_id: str) -> RequestParams | None:
+    """The request of a form's :class:`RequestFields`; None (after saying why) when a field is not valid."""
+    try:
+        return screen.query_one(f"#{fields_id}", RequestFields).params()
+    except InputError as error:
+        screen.notify(str(error), severity="error")
+        return None
+
+
 def form_number(screen: Screen[None], widget_id: str, name: str, minimum: int) -> int | None:
     """A form field's whole number; None (after saying why) when it is not one ≥ ``minimum``."""
     text = screen.query_one(f"#{widget_id}", Input).value.strip()
@@ -170,10 +229,7 @@ class BenchScreen(Screen[None]):
         #bench-form > Vertical { width: 14; height: auto; margin-right: 1; }
         #bench-form > #bench-kind-col { width: 18; }
         #bench-form > #bench-input-col { width: 1fr; margin-right: 0; }
-        #bench-form Label, #bench-request Label { color: $text-muted; }
-        #bench-request { height: auto; padding: 0 1; }
-        #bench-request > Vertical { width: 12; height: auto; margin-right: 1; }
-        #bench-request > .hex { width: 1fr; }
+        #bench-form Label { color: $text-muted; }
         #bench-progress { height: 1; margin: 1 1 0 1; }
         #bench-summary { height: auto; padding: 0 1; margin-bottom: 1; }
         #bench-error { height: auto; padding: 0 1; color: $text-error; text-style: bold; display: none; }
@@ -221,16 +277,7 @@ class BenchScreen(Screen[None]):
                         disabled=disabled,
                     )
             yield input_column("bench", self.controller, disabled)
-        # The request fields cuzk-bench batch takes as flags; blank = from the input file, else the default.
-        with Horizontal(id="bench-request"):
-            for label, field in REQUEST_NUMBERS:
-                with Vertical():
-                    yield Label(label)
-                    yield Input(placeholder="auto", type="integer", id=f"bench-{field}", disabled=disabled)
-            for label, field in REQUEST_HEX:
-                with Vertical(classes="hex"):
-                    yield Label(label)
-                    yield Input(placeholder="32-byte hex", id=f"bench-{field}", disabled=disabled)
+        yield RequestFields("bench", disabled, id="bench-request")
         # A known total from the start: an indeterminate bar animates, repainting every frame over SSH.
         yield ProgressBar(total=1, show_eta=False, id="bench-progress")
         # Why the last start was refused, or how the last runner failed, until a later start: a toast
@@ -282,31 +329,9 @@ class BenchScreen(Screen[None]):
         if path is None and self.controller.identity.mode != "engine":
             self.notify("the real daemon needs an input file to prove", severity="error")
             return None
-        numbers: dict[str, int | None] = {}
-        for label, field in REQUEST_NUMBERS:
-            text = self.query_one(f"#bench-{field}", Input).value.strip()
-            if text and not text.isdigit():
-                self.notify(f"{label} must be a whole number ≥ 0, got {text!r}", severity="error")
-                return None
-            numbers[field] = int(text) if text else None
-        values: dict[str, bytes | None] = {}
-        for _, field in REQUEST_HEX:
-            text = self.query_one(f"#bench-{field}", Input).value.strip()
-            try:
-                values[field] = parse_hex32(text, field.replace("_", "-")) if text else None
-            except InputError as error:
-                self.notify(str(error), severity="error")
-                return None
-        miner = numbers["miner_id"]
-        params = RequestParams(
-            miner_id=DEFAULT_MINER if miner is None else miner,
-            sector_num=numbers["sector_num"],
-            registered_proof=numbers["registered_proof"],
-            randomness=values["randomness"],
-            comm_r_old=values["comm_r_old"],
-            comm_r_new=values["comm_r_new"],
-            comm_d_new=values["comm_d_new"],
-        )
+        params = form_request_params(self, "bench-request")
+        if params is None:
+            return None
         return BenchRequest(str(kind), count, concurrency, path, retries, params)
 
     def action_start(self) -> None:

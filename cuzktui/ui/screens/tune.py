@@ -20,7 +20,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Input, Label, Select, Static
+from textual.widgets import Collapsible, Input, Label, Select, Static
 
 from ...controller import Controller, TuneRequest, TuneSnapshot, TuneTrialRow
 from ...daemon_facts import CLI_KINDS
@@ -30,7 +30,7 @@ from ..theme import Palette
 from ..widgets.charts import Chart, ChartSpec, Line, nice_ceiling
 from ..widgets.header import KeysFooter, follow_width, screen_header
 from ..widgets.tables import WrappingTable
-from .bench import form_number, input_column
+from .bench import RequestFields, form_number, form_request_params, input_column
 from .knobs import apply_and_say, show_value
 
 # (label, field id, default): cuzk-tui tune's defaults (cli.py); a blank price shows no price per proof.
@@ -42,6 +42,7 @@ FIELDS = (
     ("$ per hour", "price", ""),
 )
 INTEGERS = ("count", "concurrency", "trials")
+REQUEST_TITLE = "request fields (miner id, randomness …): blank = from the input file"
 COLUMNS = (
     "#", "status", "proofs/h", "±", "peak GiB", "limit", "peak/limit", "OOM", "$/proof", "knobs changed · note",
 )  # fmt: skip
@@ -170,6 +171,10 @@ class TuneScreen(Screen[None]):
         #tune-form > #tune-kind-col { width: 18; }
         #tune-form > #tune-input-col { width: 1fr; margin-right: 0; }
         #tune-form Label { color: $text-muted; }
+        /* One line while folded, as the form's rows are: no rule above it, no padding below. */
+        #tune-request-options { border-top: none; padding: 0; background: $background; }
+        #tune-request-options > CollapsibleTitle { color: $text-muted; padding: 0 1; }
+        #tune-request-options > Contents { padding: 0; }
         #tune-status-box { height: auto; }
         #tune-status { height: auto; padding: 0 1; margin-top: 1; }
         #tune-table { height: 3fr; min-height: 3; }
@@ -185,6 +190,7 @@ class TuneScreen(Screen[None]):
         }
         #tune-form > Vertical, #tune-form > #tune-kind-col { width: 1fr; margin-right: 0; }
         #tune-form > #tune-input-col { column-span: 6; }
+        #tune-request > Vertical { width: 10; }
         #tune-status-box { max-height: 9; }
         #tune-status { margin-top: 0; }
     }
@@ -215,6 +221,9 @@ class TuneScreen(Screen[None]):
                         disabled=disabled,
                     )
             yield input_column("tune", self.controller, disabled)
+        # Folded: most searches take their request from the input file, and the table and scatter need the rows.
+        with Collapsible(title=REQUEST_TITLE, collapsed=True, id="tune-request-options"):
+            yield RequestFields("tune", disabled, id="tune-request")
         with StatusBox(id="tune-status-box"):
             yield Static(
                 "No search yet: set the form and press ctrl+s. Each trial is a benchmark on this daemon's program "
@@ -226,7 +235,7 @@ class TuneScreen(Screen[None]):
         yield KeysFooter()
 
     def on_resize(self, event: events.Resize) -> None:
-        follow_width(self, event.size.width, compact="#tune-form Input, #tune-form Select")
+        follow_width(self, event.size.width, compact="#tune-form Input, #tune-form Select, #tune-request Input")
 
     def on_mount(self) -> None:
         # A search runs in the controller, not in the model the app's poll follows: look once a second
@@ -263,9 +272,12 @@ class TuneScreen(Screen[None]):
         if path is None and self.controller.identity.mode != "engine":
             self.notify("the real daemon needs an input file to prove", severity="error")
             return None
+        params = form_request_params(self, "tune-request")
+        if params is None:
+            return None
         budget = self.query_one("#tune-budget", Input).value.strip()
         kind = str(self.query_one("#tune-kind", Select).value)
-        return TuneRequest(kind, count, concurrency, trials, budget, price, path)
+        return TuneRequest(kind, count, concurrency, trials, budget, price, path, params)
 
     def action_start(self) -> None:
         snap = self.controller.tune_snapshot()
