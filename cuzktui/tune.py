@@ -597,6 +597,12 @@ class Verdict:
 NO_BETTER: Final = "no config beat the starting one"
 
 
+def _beats(config: Measured, start: Measured) -> bool:
+    """Whether ``config``'s rate less its noise is above the start's plus the start's (both measured)."""
+    assert config.noise is not None and start.noise is not None
+    return config.rate * (1 - config.noise) > start.rate * (1 + start.noise)
+
+
 @dataclass(slots=True)
 class Search:
     """The search state: the trials so far and what they taught; :meth:`next_knobs` proposes the next."""
@@ -665,9 +671,10 @@ class Search:
         return None if fastest is None else fastest.runs[0]
 
     def verdict(self) -> Verdict:
-        """Whether the fastest config beat the starting one beyond the noise: its rate less its noise
-        above the start's plus the start's (a config whose noise is unmeasured takes the other's). A
-        start that did not complete every proof safely is beaten by any config that did."""
+        """Whether the fastest config beat the starting one beyond the noise: its rate less its noise above
+        the start's plus the start's, each noise measured (of its own rounds, or by a repeat), and both run
+        again (:meth:`confirmations`). A start that did not complete every proof safely is beaten by any
+        config that did."""
         fastest = self.fastest()
         if fastest is None:
             return Verdict(None, None, "no trial completed every proof without an OOM kill")
@@ -683,31 +690,44 @@ class Search:
             rate = f"{start.name}: {start.figure(start.noise)} proofs/hour"
             return Verdict(None, start, f"{NO_BETTER}: the starting config was the fastest ({rate})")
         mine, theirs = fastest.noise, start.noise
-        if mine is None and theirs is None:
+        if mine is None or theirs is None:
+            # A spread measured at one concurrency says nothing of another's: neither borrows the other's.
+            unmeasured = " and ".join(m.name for m in (fastest, start) if m.noise is None)
             return Verdict(
                 None, start,
-                f"{NO_BETTER} beyond the noise, which was not measured: {fastest.name}'s {fastest.rate:.1f} "
-                f"against the start's {start.rate:.1f} proofs/hour ({start.name}); a trial needs two rounds of "
-                "its concurrency's proofs, or a repeat",
+                f"{NO_BETTER} beyond the noise, which was not measured for {unmeasured}: {fastest.name}'s "
+                f"{fastest.figure(mine)} against the start's {start.figure(theirs)} proofs/hour ({start.name}); "
+                "a trial needs two rounds of its concurrency's proofs, or a repeat",
             )  # fmt: skip
-        mine = theirs if mine is None else mine
-        theirs = mine if theirs is None else theirs
-        assert mine is not None and theirs is not None
         figures = f"{fastest.figure(mine)} against the start's {start.figure(theirs)} proofs/hour ({start.name})"
-        if fastest.rate * (1 - mine) > start.rate * (1 + theirs):
-            return Verdict(fastest, start, f"{fastest.name} beat the starting config beyond the noise: {figures}")
-        return Verdict(None, start, f"{NO_BETTER}: {fastest.name}'s {figures} is within the noise")
+        if not _beats(fastest, start):
+            return Verdict(None, start, f"{NO_BETTER}: {fastest.name}'s {figures} is within the noise")
+        once = [m.name for m in (start, fastest) if len(m.runs) < 2]
+        if once:
+            return Verdict(
+                None, start,
+                f"{NO_BETTER} yet: {fastest.name}'s {figures} is beyond the noise on its own trial, but a config "
+                f"is better only once it and the start have run again ({' and '.join(once)} ran once: more "
+                "trials leave room for the repeats)",
+            )  # fmt: skip
+        return Verdict(fastest, start, f"{fastest.name} beat the starting config beyond the noise: {figures}")
 
     def confirmations(self) -> list[Knobs]:
-        """The configs to run again before the verdict holds: the start and the fastest, each once, while
-        the fastest beats the start (or the noise is unmeasured) on their own trials alone."""
-        verdict = self.verdict()
+        """The configs to run again before a verdict can hold: the start and the fastest, each once, unless
+        the two measured their own noise and the fastest is within it (running them again cannot make that
+        clear)."""
         fastest = self.fastest()
-        if verdict.start is None or fastest is None or fastest.knobs == verdict.start.knobs:
+        start = self.measured().get(self.reference)
+        if (
+            start is None
+            or fastest is None
+            or fastest.knobs == start.knobs
+            or not self._safe(start, self.model().oom_at)
+        ):
             return []
-        if verdict.better is None and (fastest.noise is not None or verdict.start.noise is not None):
-            return []  # within the noise already: running them again cannot make it clear
-        return [m.knobs for m in (verdict.start, fastest) if len(m.runs) < 2]
+        if fastest.noise is not None and start.noise is not None and not _beats(fastest, start):
+            return []
+        return [m.knobs for m in (start, fastest) if len(m.runs) < 2]
 
     def candidates(self) -> list[Knobs]:
         """Untried knobs worth a trial, the most promising first: the baseline and memcheck's start, then
