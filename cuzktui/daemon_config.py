@@ -76,6 +76,7 @@ class EngineSection:
     cpus: int = _from_knob("engine.cpus")  # emulated host cores (0 is read as 1)
     mem_total: int = _from_knob("engine.mem_total")  # the emulated box's RAM: the MemTotal "auto" reads
     seed: int = _from_knob("engine.seed")
+    cuda: bool = _from_knob("engine.cuda")  # built with cuda-supraseal (False: every pipeline job fails)
 
 
 @dataclass(slots=True)

@@ -163,6 +163,7 @@ SYNTHESIS_TASK_PANICKED: Final = "synthesis task panicked"  # job error "synthes
 # process_batch built without the cuda-supraseal feature: every pipeline job fails with it, logged in the
 # dispatch span without a job id (the job error is "pipeline mode requires cuda-supraseal").
 PIPELINE_NEEDS_CUDA: Final = "pipeline mode requires cuda-supraseal feature"
+PIPELINE_NEEDS_CUDA_JOB_ERROR: Final = "pipeline mode requires cuda-supraseal"
 # The spans the synthesis dispatcher runs process_batch in, one batch of dequeued requests each:
 # ``proof_kind`` (Display, as "job dequeued for proving" prints it) in all but the last two, ``batch_size``
 # in all but synth_single. A line in one names no job; it is about the requests the dispatcher last took.

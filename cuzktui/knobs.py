@@ -482,6 +482,18 @@ KNOBS: Final[tuple[Knob, ...]] = (
     ),
     Knob(
         "engine",
+        "cuda",
+        _T.BOOL,
+        True,
+        "whether the emulated daemon was built with its CUDA backend",
+        "False emulates a daemon built without the cuda-supraseal feature (a CPU-only build): in pipeline mode "
+        "every job fails at once with 'pipeline mode requires cuda-supraseal', the log's ERROR naming no job "
+        "(engine.rs process_batch). Such a build proves monolithic jobs on the CPU, which cuzk-engine does not "
+        "model: with pipeline.enabled = false it refuses to start.",
+        status=_ENGINE,
+    ),
+    Knob(
+        "engine",
         "seed",
         _T.INT,
         0,

@@ -263,6 +263,12 @@ def main(argv: list[str] | None = None) -> None:
             config = load_config(args.config)
         except (OSError, tomllib.TOMLDecodeError, DaemonConfigError) as err:
             raise Fatal(f'failed to load config from "{args.config}"', str(err)) from None
+        if not config.engine.cuda and not config.pipeline_enabled:
+            raise Fatal(
+                "engine.cuda = false is modelled in pipeline mode only",
+                "a daemon built without cuda-supraseal proves monolithic jobs on the CPU, which cuzk-engine does "
+                "not model: set pipeline.enabled = true, or engine.cuda = true",
+            )
         listen, private = choose_listen(args, config)
         log = Logger.from_environment(args.log_level or config.log_level)
         log.info(tracing.DAEMON, msg.DAEMON_STARTING)

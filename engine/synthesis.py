@@ -163,6 +163,13 @@ class SynthesisStage(GpuStage):
             ("slot_size", self.config.slot_size),
             span=(span,),
         )
+        if not self.config.engine.cuda:
+            # A build without cuda-supraseal: one ERROR in the dispatcher's span, naming no job, and every
+            # request of the batch failed at once (no synthesis, no TIMELINE).
+            self.log.error(tracing.ENGINE, msg.PIPELINE_NEEDS_CUDA, span=(span,))
+            for member in batch:
+                self._fail(member, msg.PIPELINE_NEEDS_CUDA_JOB_ERROR)
+            return
         try:
             if len(batch) > 1 or facts.monolithic:
                 await self._monolithic(batch, span)

@@ -67,6 +67,7 @@ EXPECTED: dict[str, tuple[Status, Any]] = {
     "engine.gpu_memory": (Status.ENGINE_ONLY, "80GiB"),
     "engine.cpus": (Status.ENGINE_ONLY, 96),
     "engine.mem_total": (Status.ENGINE_ONLY, "256GiB"),
+    "engine.cuda": (Status.ENGINE_ONLY, True),
     "engine.seed": (Status.ENGINE_ONLY, 0),
 }
 
