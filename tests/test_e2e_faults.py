@@ -55,7 +55,7 @@ def _finished(session: Path) -> list[ev.ProofFinished]:
 def test_an_ssh_drop_leaves_runner_and_daemon_running_and_the_attach_line_shows_it_all(e2e: E2E) -> None:
     tui = _start_a_slow_benchmark(e2e)
     # The connection drops: tmux closes the terminal, the TUI gets SIGHUP and loses its terminal.
-    e2e.tmux.run("kill-server")
+    e2e.tmux.kill_server()
     _wait_gone(tui, "the TUI after SIGHUP")
     left = json.loads((e2e.session / "meta.json").read_text())["left_running"]
     runner = json.loads((e2e.session / "meta.json").read_text())["bench_pid"]

@@ -100,6 +100,17 @@ class Tmux:
     def pane(self, fmt: str) -> str:
         return self.run("display-message", "-p", "-t", self.server, fmt).strip()
 
+    def kill_server(self, timeout: float = 10) -> None:
+        """End the server (a dropped connection) and wait until its process is gone: ``kill-server``
+        returns while the server still tears down, and a new session started then on the same socket
+        reaches the dying server ("server exited unexpectedly")."""
+        pid = int(self.pane("#{pid}"))
+        self.run("kill-server")
+        deadline = time.monotonic() + timeout
+        while alive(pid):
+            assert time.monotonic() < deadline, f"tmux server {pid} runs {timeout:.0f} s after kill-server"
+            time.sleep(0.05)
+
     def wait_for(self, condition: Callable[[str], bool], what: str, timeout: float) -> str:
         """Poll the screen until ``condition(screen)``; fail with the last screen after ``timeout``."""
         deadline = time.monotonic() + timeout
