@@ -1,7 +1,8 @@
 """End to end in a real terminal: ``cuzk-tui --engine --run-bench porep:3:2`` inside tmux at 120x40.
 
-The installed console script runs in a detached tmux session on a private server (``tmux -L``,
-so no other tmux server is touched, and ``-f`` a config of our own so no user config applies).
+The installed console script runs in a detached tmux session on a private server (``tmux -S`` on a
+socket in the test's own directory, so no other tmux server is touched and no socket file is left in
+tmux's shared directory, which tmux never removes; ``-f`` a config of our own so no user config applies).
 The test reads the screen with ``capture-pane``, switches to the Bench screen, finds the
 benchmark's summary, quits with ``q`` and chooses "stop" in the dialog; the TUI must exit with
 status 0 and leave no daemon behind. Another run leaves a benchmark running, pastes the printed
@@ -71,14 +72,15 @@ def daemon_pids(session: Path) -> list[int]:
 
 @dataclass
 class Tmux:
-    """One private tmux server (``-L``, its own config) with one session running the TUI."""
+    """One private tmux server (``-S``, its own config) with one session, named ``server``, running the TUI."""
 
     server: str
+    socket: Path
     conf: Path
 
     def run(self, *args: str) -> str:
         result = subprocess.run(
-            ["tmux", "-L", self.server, "-f", str(self.conf), *args],
+            ["tmux", "-S", str(self.socket), "-f", str(self.conf), *args],
             capture_output=True,
             text=True,
             timeout=10,
@@ -157,9 +159,11 @@ def e2e(tmp_path: Path) -> Iterator[E2E]:
     server = f"cuzk-e2e-{uuid.uuid4().hex[:10]}"
     session = tmp_path / "session"
     try:
-        yield E2E(Tmux(server, conf), config, session, tmp_path / "rc")
+        yield E2E(Tmux(server, socket_dir / "tmux", conf), config, session, tmp_path / "rc")
     finally:
-        subprocess.run(["tmux", "-L", server, "kill-server"], capture_output=True, timeout=10, check=False)
+        subprocess.run(
+            ["tmux", "-S", str(socket_dir / "tmux"), "kill-server"], capture_output=True, timeout=10, check=False
+        )
         # The daemon and a benchmark runner live in sessions of their own (they outlive a hang-up):
         # whatever a failed test left, stop it by pid.
         deadline = time.monotonic() + 10
