@@ -237,6 +237,15 @@ MONOLITHIC_INERT: Final[Mapping[str, str]] = {
 }
 
 
+# engine.rs process_batch without the cuda-supraseal feature fails every pipeline job; the same build's
+# monolithic path proves on the CPU, which cuzk-engine does not model, so it refuses that pairing.
+CUDA_NEEDS_PIPELINE: Final = "engine.cuda = false is modelled in pipeline mode only"
+CUDA_NEEDS_PIPELINE_WHY: Final = (
+    "a daemon built without cuda-supraseal proves monolithic jobs on the CPU, which cuzk-engine does not model: "
+    "set pipeline.enabled = true, or engine.cuda = true"
+)
+
+
 def monolithic(values: Mapping[str, Any]) -> bool:
     """Whether these effective values run the daemon in monolithic mode (``pipeline.enabled = false``)."""
     return values.get("pipeline.enabled", True) is False
@@ -251,18 +260,22 @@ def inert_knobs(values: Mapping[str, Any]) -> Mapping[str, str]:
 
 def budget_problems(values: Mapping[str, Any], present: Collection[str]) -> list[Problem]:
     """Problems that depend on several knobs: budget floors (pipeline mode only: the monolithic path
-    reserves no budget) and the knobs monolithic mode ignores (for the names in ``present``).
+    reserves no budget), the knobs monolithic mode ignores (for the names in ``present``) and an engine
+    without CUDA in monolithic mode, which cuzk-engine refuses at start.
 
     ``values`` maps ``"section.key"`` to effective values (unset ones may be missing: defaults apply);
     an ``"auto"`` budget depends on the machine and is judged by memcheck.
     """
     inert = inert_knobs(values)
     if inert:
-        return [
+        problems = [
             Problem(Severity.WARNING, name, f"has no effect with pipeline.enabled = false: {why}")
             for name, why in inert.items()
             if name in present
         ]
+        if values.get("engine.cuda", True) is False:
+            problems.append(Problem(Severity.ERROR, "engine.cuda", f"{CUDA_NEEDS_PIPELINE}: {CUDA_NEEDS_PIPELINE_WHY}"))
+        return problems
     budget = values.get("memory.total_budget", "auto")
     if not isinstance(budget, str) or budget == "auto":
         return []

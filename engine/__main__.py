@@ -18,6 +18,7 @@ from cuzktui import proofinputs as pi
 from cuzktui.daemon_address import DAEMON_DEFAULT_LISTEN, Address, parse_address
 from cuzktui.daemon_config import DEFAULT_CONFIG_PATH, Config, DaemonConfigError, load_config
 from cuzktui.daemon_facts import DAEMON_PROCESS_RSS
+from cuzktui.knob_rules import CUDA_NEEDS_PIPELINE, CUDA_NEEDS_PIPELINE_WHY
 from cuzktui.units import GiB, UnitError, parse_size
 
 from . import tracing
@@ -264,11 +265,7 @@ def main(argv: list[str] | None = None) -> None:
         except (OSError, tomllib.TOMLDecodeError, DaemonConfigError) as err:
             raise Fatal(f'failed to load config from "{args.config}"', str(err)) from None
         if not config.engine.cuda and not config.pipeline_enabled:
-            raise Fatal(
-                "engine.cuda = false is modelled in pipeline mode only",
-                "a daemon built without cuda-supraseal proves monolithic jobs on the CPU, which cuzk-engine does "
-                "not model: set pipeline.enabled = true, or engine.cuda = true",
-            )
+            raise Fatal(CUDA_NEEDS_PIPELINE, CUDA_NEEDS_PIPELINE_WHY)
         listen, private = choose_listen(args, config)
         log = Logger.from_environment(args.log_level or config.log_level)
         log.info(tracing.DAEMON, msg.DAEMON_STARTING)

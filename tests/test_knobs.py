@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from cuzktui.daemon_facts import KINDS
 from cuzktui.knob_rules import (
+    CUDA_NEEDS_PIPELINE,
     MONOLITHIC_INERT,
     budget_problems,
     inert_knobs,
@@ -372,6 +373,15 @@ def test_the_inert_knobs_are_the_monolithic_ones_only_in_monolithic_mode() -> No
         MONOLITHIC_INERT
     )
     assert "gpus.gpu_threads" not in MONOLITHIC_INERT  # the C++ prover's thread pool serves both modes
+
+
+def test_an_engine_without_cuda_is_an_error_in_monolithic_mode_only() -> None:
+    # config check and the Knobs screen say before an apply what cuzk-engine refuses at start.
+    errors = [p for p in validate_document({"pipeline": {"enabled": False}, "engine": {"cuda": False}})
+              if p.severity is Severity.ERROR]  # fmt: skip
+    assert [(p.key, p.message.split(":")[0]) for p in errors] == [("engine.cuda", CUDA_NEEDS_PIPELINE)]
+    assert validate_document({"engine": {"cuda": False}}) == []  # pipeline mode: every job fails, as upstream's
+    assert validate_document({"pipeline": {"enabled": False}, "engine": {"cuda": True}}) == []
 
 
 def test_empty_document_is_clean() -> None:
