@@ -249,6 +249,12 @@ def measure_engine(quick: bool) -> list[Row]:
     return rows
 
 
+def _judged(r: Row, *, targets: bool) -> bool:
+    """Whether a missed target fails the run: every one with ``targets``, an engine benchmark's own
+    checks always."""
+    return targets or r.measured
+
+
 def failures(rows: list[Row], *, targets: bool) -> list[str]:
     """The rows that fail the run: a figure that is not a number, an engine benchmark whose own checks
     failed (a proof, a figure; its targets too when ``targets``), and with ``targets`` any target missed.
@@ -256,7 +262,7 @@ def failures(rows: list[Row], *, targets: bool) -> list[str]:
     found = []
     for r in rows:
         missing = r.ratio is not None and not math.isfinite(r.ratio)
-        if missing or (r.passed is False and (targets or r.measured)):
+        if missing or (r.passed is False and _judged(r, targets=targets)):
             found.append(f"{r.figure}: {r.value}" + (" (no figure)" if missing else ""))
     return found
 
@@ -271,7 +277,7 @@ def print_table(rows: list[Row], *, targets: bool) -> None:
             r.baseline,
             "-" if r.ratio is None else f"{r.ratio:.1f}x",
             r.target,
-            "n/a" if r.passed is None else _verdict(r.passed, judged=targets or r.measured),
+            "n/a" if r.passed is None else _verdict(r.passed, judged=_judged(r, targets=targets)),
         )
         for r in rows
     ]

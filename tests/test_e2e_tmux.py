@@ -158,12 +158,12 @@ def e2e(tmp_path: Path) -> Iterator[E2E]:
     config.write_text(fast_engine_config(socket_dir))
     server = f"cuzk-e2e-{uuid.uuid4().hex[:10]}"
     session = tmp_path / "session"
+    tmux = Tmux(server, socket_dir / "tmux", conf)
     try:
-        yield E2E(Tmux(server, socket_dir / "tmux", conf), config, session, tmp_path / "rc")
+        yield E2E(tmux, config, session, tmp_path / "rc")
     finally:
-        subprocess.run(
-            ["tmux", "-S", str(socket_dir / "tmux"), "kill-server"], capture_output=True, timeout=10, check=False
-        )
+        with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):  # no server left is fine
+            tmux.run("kill-server")
         # The daemon and a benchmark runner live in sessions of their own (they outlive a hang-up):
         # whatever a failed test left, stop it by pid.
         deadline = time.monotonic() + 10
