@@ -19,7 +19,6 @@ import pytest
 from cuzktui import events as ev
 from cuzktui.bench import build_requests
 from cuzktui.client import fetch_status_json
-from cuzktui.proto import proving_pb2 as pb
 from cuzktui.session import SessionWriter, iter_session_events
 from cuzktui.supervisor import (
     HANDED_TO_BENCHMARK,
@@ -31,7 +30,8 @@ from cuzktui.supervisor import (
     free_loopback_port,
 )
 from cuzktui.system import MemoryCgroup, read_cgroup_memory
-from tests.conftest import engine_config_text, kernel_log_or_skip, memory_cgroup_or_skip, post_vanilla, require_engine
+from tests.conftest import engine_config_text, kernel_log_or_skip, memory_cgroup_or_skip, require_engine
+from tests.engine.engine_harness import winning_request
 
 FATAL = 'Error: failed to load config from "/x/cuzk.toml"\n\nCaused by:\n    TOML parse error at line 1, column 10\n'
 GiB = 1 << 30
@@ -187,10 +187,7 @@ async def test_drain_waits_for_work_in_flight(supervised: tuple[Supervisor, list
     config = engine_config_text(memory={"total_budget": "256GiB"}, daemon={"status_listen": f"127.0.0.1:{port}"})
     await supervisor.start(config)
     await supervisor.drain(timeout=10)  # idle daemon: returns at once
-    request = pb.SubmitProofRequest(
-        request_id="winpost-1000-0001020304050607", proof_kind=pb.WINNING_POST, vanilla_proofs=post_vanilla(),
-        randomness=bytes(32),
-    )  # fmt: skip
+    request = winning_request("winpost-1000-0001020304050607")
     await supervisor.client.submit_proof(request)
     await supervisor.drain(timeout=60)
     document = await fetch_status_json(f"127.0.0.1:{port}")

@@ -181,6 +181,13 @@ def porep_request(request_id: str, payload: bytes | None = None) -> pb.SubmitPro
     )
 
 
+def winning_request(request_id: str) -> pb.SubmitProofRequest:
+    """A WinningPoSt request with zero randomness (a BLS12-381 scalar, so upstream accepts it)."""
+    return pb.SubmitProofRequest(
+        request_id=request_id, proof_kind=pb.WINNING_POST, vanilla_proofs=post_vanilla(), randomness=bytes(32)
+    )
+
+
 Factory = Callable[..., Awaitable[Engine]]
 
 

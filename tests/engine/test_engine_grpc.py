@@ -8,8 +8,8 @@ import grpc
 import pytest
 
 from cuzktui.proto import proving_pb2 as pb
-from tests.conftest import post_vanilla, small_c1
-from tests.engine.engine_harness import porep_request
+from tests.conftest import small_c1
+from tests.engine.engine_harness import porep_request, winning_request
 
 
 def _code(call: Any) -> tuple[grpc.StatusCode, str]:
@@ -40,9 +40,7 @@ def test_all_eight_rpcs(engine_factory: Any, unix: bool) -> None:
 
     proved = stub.Prove(pb.ProveRequest(submit=porep_request("")), timeout=30).result
     assert proved.status == pb.AwaitProofResponse.COMPLETED and proved.job_id == ""
-    winning = pb.SubmitProofRequest(
-        request_id="winpost-1000-00", proof_kind=pb.WINNING_POST, vanilla_proofs=post_vanilla(), randomness=bytes(32)
-    )
+    winning = winning_request("winpost-1000-00")
     win = stub.Prove(pb.ProveRequest(submit=winning), timeout=30).result
     assert win.status == 1 and len(win.proof) == 192 and win.job_id == "winpost-1000-00"
     # Same request, same (invalid) proof bytes: deterministic from the request.

@@ -16,24 +16,18 @@ from cuzktui import events as ev
 from cuzktui.proto import proving_pb2 as pb
 from cuzktui.report import build_report
 from cuzktui.session import iter_session_events, load_session
-from tests.conftest import TEST_TIME_SCALE, post_vanilla, require_engine
-from tests.engine.engine_harness import engine_command, porep_request, write_config
+from tests.conftest import TEST_TIME_SCALE, require_engine
+from tests.engine.engine_harness import engine_command, porep_request, winning_request, write_config
 
 ROOT = Path(__file__).resolve().parents[2]
 NO_CUDA = {"engine": {"cuda": False}}
-
-
-def _winning_request(job_id: str) -> pb.SubmitProofRequest:
-    return pb.SubmitProofRequest(
-        request_id=job_id, proof_kind=pb.WINNING_POST, vanilla_proofs=post_vanilla(), randomness=bytes(32)
-    )
 
 
 def test_every_pipeline_job_fails_at_once_with_upstreams_text_and_a_line_naming_no_job(engine_factory: Any) -> None:
     engine = engine_factory(NO_CUDA, status=True)
     stub = engine.stub()
     porep = stub.Prove(pb.ProveRequest(submit=porep_request("porep-1000-1")), timeout=30).result
-    winning = stub.Prove(pb.ProveRequest(submit=_winning_request("winpost-1000-ab")), timeout=30).result
+    winning = stub.Prove(pb.ProveRequest(submit=winning_request("winpost-1000-ab")), timeout=30).result
     for result in (porep, winning):
         assert result.status == pb.AwaitProofResponse.FAILED
         assert result.error_message == msg.PIPELINE_NEEDS_CUDA_JOB_ERROR
